@@ -1,0 +1,3 @@
+from xdsl.ir import Dialect
+
+Nvgpu = Dialect("nvgpu", [], [])
