@@ -1,0 +1,83 @@
+"""Errors that name the place: `file:line:col: error: message`, one line, no traceback.
+
+The parser here records each op's source position as its `location`, so a verifier failure,
+an interpreter failure or a failed proof can point at the line the user wrote; passes that
+clone ops carry the location along.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+
+class TawaError(DiagnosticException):
+    """A user-facing error whose message is one line starting with the place."""
+
+
+class LocatingParser(Parser):
+    """An MLIR parser that stores `loc("file":line:col)` on every op it parses."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self.line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        position = self._current_token.span.get_location()
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            op.location = FileLineColLoc(
+                StringAttr(position.file),
+                IntAttr(position.line + self.line_offset),
+                IntAttr(position.col),
+            )
+        return op
+
+
+def op_location(op: Operation) -> str:
+    """`file:line:col` of an op, or of its closest located ancestor; `<unknown>` if none."""
+    current: Operation | None = op
+    while current is not None:
+        if isinstance(current.location, FileLineColLoc):
+            loc = current.location
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        current = current.parent_op()
+    return "<unknown>"
+
+
+def parse_error_message(error: ParseError) -> str:
+    position = error.span.get_location()
+    return f"{position.file}:{position.line}:{position.col}: error: {error.msg}"
+
+
+def parse_module(ctx: Context, text: str, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
+    """Parse and verify; any problem becomes a one-line `TawaError` naming the place."""
+    try:
+        module = LocatingParser(ctx, text, name, line_offset).parse_module()
+    except ParseError as error:
+        raise TawaError(parse_error_message(error)) from error
+    verify_module(module)
+    return module
+
+
+def parse_file(ctx: Context, path: str | Path) -> ModuleOp:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise TawaError(f"{path}: error: cannot read: {error.strerror}") from error
+    return parse_module(ctx, text, str(path))
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify op by op, innermost first, so the first failure names the op that broke a rule."""
+    for op in module.walk(reverse=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as error:
+            message = str(error).strip().splitlines()[0]
+            raise TawaError(f"{op_location(op)}: error: {message}") from error
