@@ -8,5 +8,5 @@
 // GEMM: tile.dot %a, %b_t, %acc_iter : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
 // GEMM: tile.store %c_desc[%off_m, %off_n], %c_tile : !tile.desc<128x128xf16>, tensor<128x128xf16>
 
-// ATTN: tile.reduce max %s, 1 : tensor<128x64xf32> -> tensor<128xf32>
 // ATTN: tile.where %in_seq, %qk_scaled, %neg_inf_t : tensor<128x64xi1>, tensor<128x64xf32>
+// ATTN: tile.reduce max %s, 1 : tensor<128x64xf32> -> tensor<128xf32>
