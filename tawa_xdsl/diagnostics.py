@@ -11,7 +11,7 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
@@ -37,6 +37,16 @@ class LocatingParser(Parser):
                 IntAttr(position.col),
             )
         return op
+
+    def parse_optional_type(self) -> Attribute | None:  # type: ignore[override]
+        """A type whose verifier fails (`!tile.desc<0x4xf16>`) is an error at the type's place."""
+        position = self._current_token.span.get_location()
+        try:
+            return super().parse_optional_type()
+        except VerifyException as error:
+            message = str(error).strip().splitlines()[0]
+            line = position.line + self.line_offset
+            raise TawaError(f"{position.file}:{line}:{position.col}: error: {message}") from error
 
 
 def op_location(op: Operation) -> str:
