@@ -44,7 +44,7 @@ class LocatingParser(Parser):
         try:
             return super().parse_optional_type()
         except VerifyException as error:
-            message = str(error).strip().splitlines()[0]
+            message = first_line(error)
             line = position.line + self.line_offset
             raise TawaError(f"{position.file}:{line}:{position.col}: error: {message}") from error
 
@@ -89,5 +89,17 @@ def verify_module(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as error:
-            message = str(error).strip().splitlines()[0]
-            raise TawaError(f"{op_location(op)}: error: {message}") from error
+            raise TawaError(f"{op_location(op)}: error: {first_line(error)}") from error
+
+
+def first_line(error: Exception) -> str:
+    """The gist of a verifier message in one line.
+
+    xDSL's constraint errors end their first line with a colon ("operand 'rhs' at position 1
+    does not verify:") and give the reason on the next; such a pair is joined."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
