@@ -95,9 +95,7 @@ class RingType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
-            payload = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_type
-            )
+            payload = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_type)
             parser.parse_punctuation(",")
             depth = parser.parse_integer(allow_boolean=False, allow_negative=False)
         return [ArrayAttr(payload), IntAttr(depth)]

@@ -19,10 +19,10 @@ from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
     BFloat16Type,
-    Float16Type,
-    Float32Type,
     Float8E4M3FNType,
     Float8E5M2Type,
+    Float16Type,
+    Float32Type,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -175,7 +175,9 @@ class _GridQueryOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.axis.value.data not in (0, 1, 2):
-            raise VerifyException(f"'{self.name}' axis must be 0, 1 or 2, got {self.axis.value.data}")
+            raise VerifyException(
+                f"'{self.name}' axis must be 0, 1 or 2, got {self.axis.value.data}"
+            )
 
 
 @irdl_op_definition
@@ -274,7 +276,9 @@ class ExpandDimsOp(IRDLOperation):
     def verify_(self) -> None:
         shape, axis = list(shape_of(self.source)), self.axis.value.data
         if not 0 <= axis <= len(shape):
-            raise VerifyException(f"'tile.expand_dims' axis {axis} out of range for {self.source.type}")
+            raise VerifyException(
+                f"'tile.expand_dims' axis {axis} out of range for {self.source.type}"
+            )
         shape.insert(axis, 1)
         expected = TensorType(element_type_of(self.source), shape)
         if self.result.type != expected:
@@ -360,8 +364,10 @@ class TransOp(IRDLOperation):
 
     def verify_(self) -> None:
         src, dst = shape_of(self.source), shape_of(self.result)
-        if len(src) != 2 or dst != src[::-1] or self.source.type.element_type != element_type_of(
-            self.result
+        if (
+            len(src) != 2
+            or dst != src[::-1]
+            or self.source.type.element_type != element_type_of(self.result)
         ):
             raise VerifyException(
                 f"'tile.trans' expects a 2-D tile and its transpose, got {self.source.type} -> "
@@ -441,7 +447,8 @@ class WhereOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = (
-        "$condition `,` $true_value `,` $false_value attr-dict `:` type($condition) `,` type($result)"
+        "$condition `,` $true_value `,` $false_value attr-dict "
+        "`:` type($condition) `,` type($result)"
     )
     traits = traits_def(Pure())
 
@@ -452,7 +459,9 @@ class WhereOp(IRDLOperation):
 
     def verify_(self) -> None:
         if element_type_of(self.condition) != i1:
-            raise VerifyException(f"'tile.where' condition must be a tile of i1, got {self.condition.type}")
+            raise VerifyException(
+                f"'tile.where' condition must be a tile of i1, got {self.condition.type}"
+            )
         if shape_of(self.condition) != shape_of(self.result):
             raise VerifyException(
                 f"'tile.where' condition shape {format_shape(shape_of(self.condition))} must "
@@ -508,7 +517,9 @@ class DotOp(IRDLOperation):
         if not isinstance(acc_type, Float32Type) and not (
             isinstance(acc_type, Float16Type) and isinstance(in_type, Float16Type)
         ):
-            raise VerifyException(f"'tile.dot' accumulator must be f32 (or f16 for f16 inputs), got {acc_type}")
+            raise VerifyException(
+                f"'tile.dot' accumulator must be f32 (or f16 for f16 inputs), got {acc_type}"
+            )
 
 
 @irdl_op_definition
@@ -601,9 +612,7 @@ class StoreOp(IRDLOperation):
     offsets = var_operand_def(i32)
     value = operand_def(TensorType)
 
-    assembly_format = (
-        "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
-    )
+    assembly_format = "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
 
     def __init__(self, desc: SSAValue, offsets: Sequence[SSAValue], value: SSAValue):
         super().__init__(operands=[desc, offsets, value])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tawa_xdsl.dialects import make_context
 from tawa_xdsl.diagnostics import parse_file
+from tawa_xdsl.dialects import make_context
 from tawa_xdsl.interp.tile import run_kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -82,5 +82,7 @@ def run_demo(seed: int = 0) -> int:
         ok = bool(np.isfinite(output).all()) and close
         failures += not ok
         verdict = "ok" if ok else "WRONG"
-        print(f"{case.name:<18} {'tile interpreter':<18} {error:>12.2e} {elapsed:>7.2f}s  {verdict}")
+        print(
+            f"{case.name:<18} {'tile interpreter':<18} {error:>12.2e} {elapsed:>7.2f}s  {verdict}"
+        )
     return 1 if failures else 0

@@ -79,9 +79,7 @@ class TawaOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension, start_offset)
         text = chunk.read().decode()
         parser = LocatingParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
-        return parser.parse_module(
-            not self.args.no_implicit_module
-        )
+        return parser.parse_module(not self.args.no_implicit_module)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         if not self.args.disable_verify:
