@@ -1,0 +1,482 @@
+// One case per nvgpu verifier rule; each must fail with exactly its message.
+// RUN: tawa-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// === types
+
+%b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<0>
+// CHECK: !nvgpu.mbarrier needs at least one barrier, got 0
+
+// -----
+
+%s = nvgpu.smem_alloc : !nvgpu.smem<128xf16>
+// CHECK: !nvgpu.smem needs a slot count and a tile shape (rank >= 2), got 128
+
+// -----
+
+%s = nvgpu.smem_alloc : !nvgpu.smem<0x128x64xf16>
+// CHECK: !nvgpu.smem dims must be positive, got (0, 128, 64)
+
+// -----
+
+%s = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xi32>
+// CHECK: !nvgpu.smem element type must be f16, bf16, f8E4M3FN, f8E5M2 or f32, got i32
+
+// -----
+
+%s = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 16>
+// CHECK: !nvgpu.smem swizzle must be 0, 32, 64 or 128, got 16
+
+// -----
+
+%s = nvgpu.smem_alloc : !nvgpu.smem<2x64x32xf16, swizzle 128>
+// CHECK: !nvgpu.smem with swizzle 128 needs rows of a multiple of 128 bytes, got 32 x 2 = 64 bytes
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_row, 64x64xf32>)
+// CHECK: !nvgpu.fragment<wgmma_row> needs a rank-1 shape, got 64x64
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_acc, 32x64xf32>)
+// CHECK: !nvgpu.fragment rows must be a positive multiple of 64, got 32
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_acc, 64x64xi32>)
+// CHECK: !nvgpu.fragment element type must be f16, bf16, f8E4M3FN, f8E5M2 or f32, got i32
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_acc, 64x264xf32>)
+// CHECK: !nvgpu.fragment<wgmma_acc> columns must be a multiple of 8 in 8..256 (wgmma N), got 264
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_acc, 64x12xf32>)
+// CHECK: !nvgpu.fragment<wgmma_acc> columns must be a multiple of 8 in 8..256 (wgmma N), got 12
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_operand_a, 64x16xf32>)
+// CHECK: !nvgpu.fragment<wgmma_operand_a> element type must be f16 or bf16, got f32
+
+// -----
+
+func.func private @f(!nvgpu.fragment<wgmma_operand_a, 64x8xf16>)
+// CHECK: !nvgpu.fragment<wgmma_operand_a> columns must be a positive multiple of 16 (wgmma K), got 8
+
+// -----
+
+// === mbarriers
+
+%b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+nvgpu.mbarrier_init %b, count 0 : !nvgpu.mbarrier<2>
+// CHECK: error: 'nvgpu.mbarrier_init' count must be in 1..1048575, got 0
+
+// -----
+
+%b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+%slot = arith.constant 2 : i32
+nvgpu.mbarrier_arrive %b[%slot] : !nvgpu.mbarrier<2>
+// CHECK: error: 'nvgpu.mbarrier_arrive' barrier slot 2 is out of range 0..1
+
+// -----
+
+%b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+%slot = arith.constant 0 : i32
+nvgpu.mbarrier_arrive_expect_tx %b[%slot], bytes 0 : !nvgpu.mbarrier<2>
+// CHECK: error: 'nvgpu.mbarrier_arrive_expect_tx' bytes must be in 1..1048575 (the 20-bit tx-count), got 0
+
+// -----
+
+%b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+%slot = arith.constant 0 : i32
+%parity = arith.constant 2 : i32
+nvgpu.mbarrier_wait %b[%slot], %parity : !nvgpu.mbarrier<2>
+// CHECK: error: 'nvgpu.mbarrier_wait' parity must be 0 or 1, got 2
+
+// -----
+
+// === TMA
+
+func.func @f(%d: !tile.desc<128x64xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<2x128x64xf16, swizzle 128>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+  nvgpu.tma_load %d[%i] -> %s[%i], %b[%i] : !tile.desc<128x64xf16>, !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.mbarrier<2>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' needs one offset per descriptor dim: !tile.desc<128x64xf16> has rank 2, got 1 offsets
+
+// -----
+
+func.func @f(%d: !tile.desc<128x64xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+  nvgpu.tma_load %d[%i, %i] -> %s[%i], %b[%i] : !tile.desc<128x64xf16>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.mbarrier<2>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' descriptor block 128x64xf16 must equal the smem slot 64x64xf16
+
+// -----
+
+func.func @f(%d: !tile.desc<128x64xbf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<2x128x64xf16, swizzle 128>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+  nvgpu.tma_load %d[%i, %i] -> %s[%i], %b[%i] : !tile.desc<128x64xbf16>, !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.mbarrier<2>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' descriptor block 128x64xbf16 must equal the smem slot 128x64xf16
+
+// -----
+
+func.func @f(%d: !tile.desc<512x64xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x512x64xf16, swizzle 128>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<1>
+  nvgpu.tma_load %d[%i, %i] -> %s[%i], %b[%i] : !tile.desc<512x64xf16>, !nvgpu.smem<1x512x64xf16, swizzle 128>, !nvgpu.mbarrier<1>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' box dims must be at most 256, got 512x64
+
+// -----
+
+func.func @f(%d: !tile.desc<64x4xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x64x4xf16>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<1>
+  nvgpu.tma_load %d[%i, %i] -> %s[%i], %b[%i] : !tile.desc<64x4xf16>, !nvgpu.smem<1x64x4xf16>, !nvgpu.mbarrier<1>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' innermost box dim must span a multiple of 16 bytes, got 8 bytes
+
+// -----
+
+func.func @f(%d: !tile.desc<128x64xf16>, %i: i32) {
+  %slot = arith.constant 3 : i32
+  %s = nvgpu.smem_alloc : !nvgpu.smem<3x128x64xf16, swizzle 128>
+  %b = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
+  nvgpu.tma_load %d[%i, %i] -> %s[%slot], %b[%i] : !tile.desc<128x64xf16>, !nvgpu.smem<3x128x64xf16, swizzle 128>, !nvgpu.mbarrier<3>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' buffer slot 3 is out of range 0..2
+
+// -----
+
+func.func @f(%d: !tile.desc<128x128xf32>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x128x128xf16>
+  nvgpu.tma_store %d[%i, %i], %s[%i] : !tile.desc<128x128xf32>, !nvgpu.smem<1x128x128xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_store' descriptor block 128x128xf32 must equal the smem slot 128x128xf16
+
+// -----
+
+nvgpu.tma_store_wait -1
+// CHECK: error: 'nvgpu.tma_store_wait' pending must be >= 0, got -1
+
+// -----
+
+// === smem as tile values
+
+func.func @f(%i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<2x128x64xf16, swizzle 128>
+  %t = nvgpu.smem_load %s[%i] : !nvgpu.smem<2x128x64xf16, swizzle 128> -> tensor<64x64xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.smem_load' of a slot of !nvgpu.smem<2x128x64xf16, swizzle 128> must produce tensor<128x64xf16>, got tensor<64x64xf16>
+
+// -----
+
+func.func @f(%i: i32, %t: tensor<128x64xbf16>) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<2x128x64xf16, swizzle 128>
+  nvgpu.smem_store %t, %s[%i] : tensor<128x64xbf16>, !nvgpu.smem<2x128x64xf16, swizzle 128>
+  func.return
+}
+// CHECK: error: 'nvgpu.smem_store' into a slot of !nvgpu.smem<2x128x64xf16, swizzle 128> needs a tensor<128x64xf16> value, got tensor<128x64xbf16>
+
+// -----
+
+// === wgmma
+
+nvgpu.wgmma_wait_group -1
+// CHECK: error: 'nvgpu.wgmma_wait_group' pending must be >= 0, got -1
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' accumulator must be a wgmma_acc fragment of f32, got !nvgpu.fragment<wgmma_acc, 64x64xf16>
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xbf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xbf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' inputs must both be f16, both bf16, or both fp8, got f16 and bf16
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf32>, %b: !nvgpu.smem<2x64x64xf32>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x64xf32>, !nvgpu.smem<2x64x64xf32>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' inputs must both be f16, both bf16, or both fp8, got f32 and f32
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, %b: !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc transpose_b : !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' transpose_b is not available for fp8 inputs (both must be K-major)
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' B slots must be 2-D, got !nvgpu.smem<2x2x64x64xf16, swizzle 128>
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x2x64x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' A slots must be 2-D, got !nvgpu.smem<2x2x64x64xf16, swizzle 128>
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x128x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' shape mismatch: A 64x64, B 128x64, acc 64x64 (needs A MxK, B NxK, acc MxN)
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x128x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x128xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc transpose_b : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x128xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' shape mismatch: A 64x64, B 128x64, acc 64x128 (needs A MxK, B KxN (transpose_b), acc MxN)
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x8xf16>, %b: !nvgpu.smem<2x64x8xf16>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x8xf16>, !nvgpu.smem<2x64x8xf16>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' K = 8 must be a multiple of the instruction K 16 for f16
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x16xf8E5M2>, %b: !nvgpu.smem<2x64x16xf8E5M2>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x64x16xf8E5M2>, !nvgpu.smem<2x64x16xf8E5M2>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' K = 16 must be a multiple of the instruction K 32 for f8E5M2
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x128x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%i], %acc : !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' A slot has 128 rows but acc has 64: pass a row offset to use a slice of the slot
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x96x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async %a[%i, %i], %b[%i], %acc : !nvgpu.smem<2x96x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' A slot rows 96 must be a multiple of acc rows 64
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<2x64x64xf16, swizzle 128>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %slot = arith.constant 2 : i32
+  %d = nvgpu.wgmma_mma_async %a[%i], %b[%slot], %acc : !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' B slot 2 is out of range 0..1
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async_rs %a, %b[%i], %acc : !nvgpu.fragment<wgmma_acc, 64x64xf16>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async_rs' A must be a wgmma_operand_a fragment, got !nvgpu.fragment<wgmma_acc, 64x64xf16>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x32xf16>, %b: !nvgpu.smem<2x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %d = nvgpu.wgmma_mma_async_rs %a, %b[%i], %acc : !nvgpu.fragment<wgmma_operand_a, 64x32xf16>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async_rs' shape mismatch: A 64x32, B 64x64, acc 64x64 (needs A MxK, B NxK, acc MxN)
+
+// -----
+
+// === threads and registers
+
+nvgpu.setmaxnreg increase 20
+// CHECK: error: 'nvgpu.setmaxnreg' registers must be a multiple of 8 in 24..256, got 20
+
+// -----
+
+nvgpu.setmaxnreg decrease 44
+// CHECK: error: 'nvgpu.setmaxnreg' registers must be a multiple of 8 in 24..256, got 44
+
+// -----
+
+nvgpu.named_barrier_sync 0, 128
+// CHECK: error: 'nvgpu.named_barrier_sync' id 0 is reserved for the CTA-wide barrier (use nvgpu.cta_barrier)
+
+// -----
+
+nvgpu.named_barrier_sync 16, 128
+// CHECK: error: 'nvgpu.named_barrier_sync' id must be in 1..15, got 16
+
+// -----
+
+nvgpu.named_barrier_sync 1, 48
+// CHECK: error: 'nvgpu.named_barrier_sync' threads must be a multiple of 32 in 32..1024, got 48
+
+// -----
+
+// === fragments
+
+func.func @f(%x: f16) {
+  %f = nvgpu.fragment_splat %x : f16 -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_splat' scalar type f16 must equal the element type of !nvgpu.fragment<wgmma_acc, 64x64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %b: !nvgpu.fragment<wgmma_acc, 64x128xf32>) {
+  %c = "nvgpu.fragment_binary"(%a, %b) <{kind = #nvgpu<binary_kind add>}> : (!nvgpu.fragment<wgmma_acc, 64x64xf32>, !nvgpu.fragment<wgmma_acc, 64x128xf32>) -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: operand 'rhs' at position 1 does not verify:
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xbf16>) {
+  %c = nvgpu.fragment_unary exp2 %a : !nvgpu.fragment<wgmma_acc, 64x64xbf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_unary' exp2 needs f32 elements (ex2.approx.f32), got bf16
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>) {
+  %c = nvgpu.fragment_convert %a : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x128xbf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a), got !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x128xbf16>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xbf16>) {
+  %c = nvgpu.fragment_convert %a : !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 128x64xf32>) {
+  %c = nvgpu.fragment_row_reduce max %a : !nvgpu.fragment<wgmma_acc, 128x64xf32> -> !nvgpu.fragment<wgmma_row, 64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_row_reduce' reduces a wgmma_acc fragment to its wgmma_row fragment, got !nvgpu.fragment<wgmma_acc, 128x64xf32> -> !nvgpu.fragment<wgmma_row, 64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>) {
+  %c = nvgpu.shuffle_xor %a, 1 : !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.shuffle_xor' needs a wgmma_row fragment, got !nvgpu.fragment<wgmma_acc, 64x64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_row, 64xf32>) {
+  %c = nvgpu.shuffle_xor %a, 4 : !nvgpu.fragment<wgmma_row, 64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.shuffle_xor' mask must be 1 or 2 (the lanes of a quad), got 4
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_row, 64xf32>) {
+  %c = nvgpu.fragment_broadcast_rows %a : !nvgpu.fragment<wgmma_row, 64xf32> -> !nvgpu.fragment<wgmma_acc, 128x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_broadcast_rows' turns a wgmma_row fragment into a wgmma_acc fragment of the same rows and element type, got !nvgpu.fragment<wgmma_row, 64xf32> -> !nvgpu.fragment<wgmma_acc, 128x64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x64x64xf16>
+  nvgpu.fragment_store %a, %s[%i] : !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, !nvgpu.smem<1x64x64xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store' needs a wgmma_acc fragment, got !nvgpu.fragment<wgmma_operand_a, 64x64xf16>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x64x64xf16>
+  nvgpu.fragment_store %a, %s[%i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !nvgpu.smem<1x64x64xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store' element types differ: f32 into f16 (convert first)
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x128x64xf16>
+  nvgpu.fragment_store %a, %s[%i] : !nvgpu.fragment<wgmma_acc, 64x64xf16>, !nvgpu.smem<1x128x64xf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store' of 64x64 into a 128x64 slot: the slot must have the same shape, or, with a row offset, a multiple of the rows
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_row, 64xf32>, %d: !tile.desc<64x64xf32>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i, %i] : !nvgpu.fragment<wgmma_row, 64xf32>, !tile.desc<64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' needs a wgmma_acc fragment, got !nvgpu.fragment<wgmma_row, 64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<1x64x64xf32>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i, %i, %i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<1x64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' needs a rank-2 descriptor, got !tile.desc<1x64x64xf32>
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<64x64xf32>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' needs one offset per descriptor dim: !tile.desc<64x64xf32> has rank 2, got 1 offsets
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<64x64xbf16>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i, %i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<64x64xbf16>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' element types differ: f32 into bf16 (convert first)
