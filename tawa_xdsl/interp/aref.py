@@ -1,0 +1,320 @@
+"""The aref-level interpreter: warp groups as coroutines talking through rings.
+
+`run_warp_specialized(module, grid, args, schedule=...)` runs a kernel whose body holds an
+`aref.warp_specialize`, with the same arguments and result as `tile.run_kernel`. For each
+program instance:
+
+1. the ops before `aref.warp_specialize` run once, with the tile-level handlers;
+2. every warpgroup of every `aref.group` then runs the group's region as its own coroutine (a
+   forked evaluator: all see the values defined before, `aref.warpgroup_index` gives
+   0 .. warpgroups - 1), and a `Scheduler` interleaves them at every put/get/consumed;
+3. the ops after it run once the groups are done.
+
+Ring semantics (`!aref.ring<[...], D>`; the index `i` is the logical use counter):
+
+* `put(i)` waits until use i - D of slot i mod D has been consumed by every consumer
+  warpgroup -- every warpgroup of every group whose region gets from the ring -- then stores
+  a copy of the payload;
+* `get(i)` waits until use i has been put and returns a private copy of the payload;
+* `consumed(i)` releases it. The copy that `get` returned is then dead: SSA values holding it
+  read as an error, and its memory is filled with NaN, so a read after release never passes.
+
+Protocol errors (`ArefProtocolError`, with the op's `file:line:col`): indices that are not
+0, 1, 2, ... per warpgroup, per ring and per side; consumed without get; a get of a use whose
+slot was already overwritten. A group may finish with uses it never released; a group that
+waits forever is reported as a `DeadlockError` with every blocked warpgroup and ring state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+
+from tawa_xdsl.diagnostics import op_location
+from tawa_xdsl.dialects import aref
+from tawa_xdsl.interp.dtypes import InterpreterError
+from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler
+from tawa_xdsl.interp.scheduler import ScheduleSpec, Task, TraceEvent, make_policy, run_tasks
+from tawa_xdsl.interp.tile import HANDLERS, run_kernel
+
+
+class ArefProtocolError(InterpreterError):
+    """A warp group broke the put/get/consumed protocol of a ring."""
+
+
+# ------------------------------------------------------------------------------- rings
+
+
+@dataclass
+class Slot:
+    """One slot of a ring: the last use written into it and how many consumers released it."""
+
+    use: int = -1  # -1: never written
+    payload: tuple[np.ndarray, ...] = ()
+    released: int = 0
+
+    def describe(self, consumers: int) -> str:
+        if self.use < 0:
+            return "empty"
+        return f"use {self.use} released by {self.released}/{consumers}"
+
+
+@dataclass
+class Ring:
+    """The runtime state of one `aref.create`."""
+
+    op: aref.CreateOp
+    depth: int
+    consumers: int  # warpgroups that must release each use before its slot is reused
+    slots: list[Slot] = field(default_factory=list)
+    # (warpgroup, side) -> the next index that warpgroup may use on that side.
+    next_index: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (warpgroup, use) -> the copies `get` gave it, killed at `consumed`.
+    borrowed: dict[tuple[str, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.slots = [Slot() for _ in range(self.depth)]
+
+    @property
+    def name(self) -> str:
+        return f"%{self.op.ring.name_hint or 'ring'}"
+
+    def slot(self, use: int) -> Slot:
+        return self.slots[use % self.depth]
+
+    def can_put(self, use: int) -> bool:
+        slot = self.slot(use)
+        if slot.use < 0:
+            return use < self.depth
+        return slot.use == use - self.depth and slot.released >= self.consumers
+
+    def has_arrived(self, use: int) -> bool:
+        return self.slot(use).use >= use
+
+    def describe(self) -> str:
+        head = (
+            f"  {self.name} ({self.depth} slots, {self.consumers} consumer warpgroups) "
+            f"created at {op_location(self.op)}"
+        )
+        slots = ", ".join(
+            f"slot {k}: {slot.describe(self.consumers)}" for k, slot in enumerate(self.slots)
+        )
+        counters = ", ".join(f"{who} next {side} {i}" for (who, side), i in self.next_index.items())
+        return f"{head}\n    {slots}\n    {counters or 'never used'}"
+
+
+def _consumer_warpgroups(op: aref.CreateOp) -> int:
+    """Warpgroups of every group whose region gets from the ring `op` creates."""
+    groups: dict[int, aref.GroupOp] = {}
+    for use in op.ring.uses:
+        if isinstance(use.operation, aref.GetOp):
+            group = _enclosing_group(use.operation)
+            if group is not None:
+                groups[id(group)] = group
+    return sum(group.num_warpgroups for group in groups.values())
+
+
+def _enclosing_group(op: Operation) -> aref.GroupOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, aref.GroupOp):
+        parent = parent.parent_op()
+    return parent
+
+
+# ------------------------------------------------------------------------ op handlers
+
+
+def _protocol_error(ev: Evaluator, op: Operation, ring: Ring, message: str) -> ArefProtocolError:
+    who = ev.state.get("task", "the kernel body")
+    return ArefProtocolError(f"{op_location(op)}: '{op.name}' on {ring.name} by {who}: {message}")
+
+
+def _take_index(ev: Evaluator, op: Operation, ring: Ring, side: str, use: int) -> None:
+    """Check that `use` is the next index of this warpgroup on this side, and advance."""
+    key = (ev.state.get("task", ""), side)
+    expected = ring.next_index.get(key, 0)
+    if use != expected:
+        raise _protocol_error(
+            ev, op, ring, f"use counter out of order: expected {side} {expected}, got {side} {use}"
+        )
+    ring.next_index[key] = use + 1
+
+
+def _sync_point(op: Operation, reason: str, ready: Callable[[], bool]) -> Generator[Blocked]:
+    """Let the scheduler switch warp groups here, and wait until `ready()`."""
+    yield Blocked(op, reason, ready)
+    while not ready():
+        yield Blocked(op, reason, ready)
+
+
+def _create(ev: Evaluator, op: aref.CreateOp, operands: list[Any]) -> tuple[Ring]:
+    assert isinstance(op.ring.type, aref.RingType)
+    ring = Ring(op, op.ring.type.depth.data, _consumer_warpgroups(op))
+    ev.state.setdefault("rings", []).append(ring)
+    return (ring,)
+
+
+def _put(ev: Evaluator, op: aref.PutOp, operands: list[Any]) -> Generator[Blocked, None, Any]:
+    ring, index, *values = operands
+    use = int(index)
+    _take_index(ev, op, ring, "put", use)
+    reason = f"waits for {ring.name} slot {use % ring.depth} to be released"
+    if use >= ring.depth:
+        reason += f" from use {use - ring.depth} by {ring.consumers} consumer warpgroups"
+    yield from _sync_point(op, reason, partial(ring.can_put, use))
+    slot = ring.slot(use)
+    slot.use, slot.released = use, 0
+    slot.payload = tuple(np.array(v, copy=True) for v in values)
+    return ()
+
+
+def _get(ev: Evaluator, op: aref.GetOp, operands: list[Any]) -> Generator[Blocked, None, Any]:
+    ring, index = operands
+    use = int(index)
+    _take_index(ev, op, ring, "get", use)
+    reason = f"waits for use {use} of {ring.name} (slot {use % ring.depth}) to be put"
+    yield from _sync_point(op, reason, partial(ring.has_arrived, use))
+    slot = ring.slot(use)
+    if slot.use != use:
+        raise _protocol_error(
+            ev, op, ring, f"use {use} was already overwritten by use {slot.use} in its slot"
+        )
+    copies = tuple(np.array(v, copy=True) for v in slot.payload)
+    ring.borrowed[(ev.state.get("task", ""), use)] = copies
+    return copies
+
+
+def _consumed(ev: Evaluator, op: aref.ConsumedOp, operands: list[Any]) -> Generator[Blocked]:
+    ring, index = operands
+    use = int(index)
+    copies = ring.borrowed.pop((ev.state.get("task", ""), use), None)
+    if copies is None:
+        raise _protocol_error(ev, op, ring, f"consumed use {use} without a get of it")
+    _take_index(ev, op, ring, "consumed", use)
+    yield from _sync_point(op, "never blocks", lambda: True)
+    ring.slot(use).released += 1
+    _kill(
+        ev, copies, f"reads use {use} of {ring.name} after its 'aref.consumed' at {op_location(op)}"
+    )
+    return ()
+
+
+# ------------------------------------------------------------------- released payloads
+
+
+class StaleRead(ValueError):
+    """A warp group read a payload after releasing it (the engine adds the reading op)."""
+
+
+class Released:
+    """Stands in for an SSA value whose payload was released: any read raises `StaleRead`."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise StaleRead(self.message)
+
+    __array__ = __array_ufunc__ = __array_function__ = fail
+    __int__ = __float__ = __index__ = __bool__ = __len__ = __getitem__ = fail
+
+    def __getattr__(self, name: str) -> Any:
+        raise StaleRead(self.message)
+
+    def __repr__(self) -> str:
+        return f"Released({self.message!r})"
+
+
+def _kill(ev: Evaluator, copies: Sequence[np.ndarray], message: str) -> None:
+    """Make the released copies unreadable: poison their memory and every SSA value that
+    holds them or a view of them."""
+    for value, held in list(ev.env.items()):
+        if isinstance(held, np.ndarray) and any(np.may_share_memory(held, c) for c in copies):
+            ev.env[value] = Released(message)
+    for copy in copies:
+        if copy.dtype.kind == "f" or copy.dtype.kind == "V":
+            copy.fill(np.nan)
+
+
+# ------------------------------------------------------------------ warp_specialize
+
+
+def _warpgroup_index(ev: Evaluator, op: aref.WarpgroupIndexOp, operands: list[Any]) -> Any:
+    if "warpgroup" not in ev.state:
+        raise InterpreterError(f"{op_location(op)}: 'aref.warpgroup_index' outside an aref.group")
+    return (np.int32(ev.state["warpgroup"]),)
+
+
+def _task_names(groups: Sequence[aref.GroupOp]) -> list[list[str]]:
+    """`producer wg0`, `consumer wg1`; `consumer 1 wg0` when several groups share a role."""
+    roles = [str(g.role.data) for g in groups]
+    names = []
+    for k, (group, role) in enumerate(zip(groups, roles, strict=True)):
+        label = role if roles.count(role) == 1 else f"{role} {roles[:k].count(role)}"
+        names.append([f"{label} wg{w}" for w in range(group.num_warpgroups)])
+    return names
+
+
+def _warp_specialize(
+    ev: Evaluator,
+    op: aref.WarpSpecializeOp,
+    operands: list[Any],
+    schedule: Any,
+    trace: list[TraceEvent] | None,
+) -> tuple[()]:
+    ev.state.setdefault("written", set())  # forks share it, so their stores are reported
+    rings: list[Ring] = ev.state.setdefault("rings", [])
+    groups = op.groups()
+    tasks = [
+        Task(name, ev.fork(warpgroup=w, task=name).run_block(group.body.block), group.role.data)
+        for group, names in zip(groups, _task_names(groups), strict=True)
+        for w, name in enumerate(names)
+    ]
+
+    def dump() -> str:
+        lines = [f"ring states of program {ev.program.program_id}:"]
+        return "\n".join(lines + [ring.describe() for ring in rings])
+
+    run_tasks(tasks, schedule, dump, trace, name=f"program {ev.program.program_id}")
+    return ()
+
+
+AREF_HANDLERS: dict[type[Operation], Handler] = {
+    aref.CreateOp: _create,
+    aref.PutOp: _put,
+    aref.GetOp: _get,
+    aref.ConsumedOp: _consumed,
+    aref.WarpgroupIndexOp: _warpgroup_index,
+}
+
+
+def aref_handlers(
+    schedule: ScheduleSpec = "random", trace: list[TraceEvent] | None = None
+) -> dict[type[Operation], Handler]:
+    """The tile handlers plus the aref ones, the groups interleaved by `schedule`."""
+    policy = make_policy(schedule)
+    return {
+        **HANDLERS,
+        **AREF_HANDLERS,
+        aref.WarpSpecializeOp: partial(_warp_specialize, schedule=policy, trace=trace),
+    }
+
+
+def run_warp_specialized(
+    module: ModuleOp,
+    grid: Sequence[int] | int,
+    args: Sequence[Any],
+    kernel: str | None = None,
+    schedule: ScheduleSpec = "random",
+    trace: list[TraceEvent] | None = None,
+) -> list[np.ndarray]:
+    """Run every program instance of `grid`, each interleaving its warp groups as `schedule`
+    says (see `scheduler.make_policy`; one policy spans all programs); returns the arrays the
+    kernel stored to. `trace`, when a list, receives one `TraceEvent` per scheduling step."""
+    return run_kernel(module, grid, args, kernel, handlers=aref_handlers(schedule, trace))
