@@ -1,0 +1,158 @@
+"""An on-disk cache of compiled kernels, safe when several processes write at once.
+
+A key is the sha256 of (source IR or PTX text, options, compiler version, target); see
+`cache_key`. An entry is one file `<key[:2]>/<key>.kernel`: a JSON header line (metadata, the
+payload's length and sha256) followed by the payload (PTX text or a cubin).
+
+Writers write a temporary file in the same directory and `os.replace` it onto the entry, which
+is atomic on POSIX: a reader sees the old entry, the new one, or none, never a torn file. Two
+writers of one key write the same bytes, so whichever lands last is right. A reader that finds
+a file it cannot verify (an older format, a disk-full truncation) treats it as a miss.
+
+The directory is `$TAWA_CACHE_DIR`, else `$XDG_CACHE_HOME/tawa-xdsl`, else `~/.cache/tawa-xdsl`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+CACHE_FORMAT = 1
+DEFAULT_TARGET = "sm_90a"
+
+
+def compiler_version() -> str:
+    """tawa-xdsl's version with xDSL's, read without importing either's heavy modules."""
+    from tawa_xdsl import __version__
+
+    try:
+        xdsl_version = metadata.version("xdsl")
+    except metadata.PackageNotFoundError:
+        xdsl_version = "none"
+    return f"tawa-xdsl {__version__}; xdsl {xdsl_version}; cache format {CACHE_FORMAT}"
+
+
+def cache_key(
+    source: str | bytes,
+    options: Mapping[str, Any] | None = None,
+    *,
+    target: str = DEFAULT_TARGET,
+    version: str | None = None,
+) -> str:
+    """The hex sha256 naming the compiled form of `source` under `options` for `target`.
+
+    Options are serialized as sorted JSON, so their order does not matter; values must be
+    JSON-representable (str() is used for anything else).
+    """
+    text = source.encode() if isinstance(source, str) else bytes(source)
+    record = {
+        "source": hashlib.sha256(text).hexdigest(),
+        "options": dict(options or {}),
+        "compiler": compiler_version() if version is None else version,
+        "target": target,
+    }
+    canonical = json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    if "TAWA_CACHE_DIR" in os.environ:
+        return Path(os.environ["TAWA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tawa-xdsl"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A cached compiled kernel: its payload bytes and the metadata stored with it."""
+
+    payload: bytes
+    meta: dict[str, Any]
+
+
+class KernelCache:
+    """Compiled kernels on disk by `cache_key`."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None):
+        self.root = Path(root) if root is not None else default_cache_dir()
+
+    def path(self, key: str) -> Path:
+        if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
+            raise ValueError(f"cache key must be a hex digest, got {key!r}")
+        return self.root / key[:2] / f"{key}.kernel"
+
+    def get(self, key: str) -> CacheEntry | None:
+        """The entry for `key`, or None if absent or unreadable."""
+        try:
+            data = self.path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        return decode_entry(data)
+
+    def put(self, key: str, payload: bytes, meta: Mapping[str, Any] | None = None) -> Path:
+        """Store atomically (temp file in the same directory, then os.replace)."""
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = encode_entry(payload, dict(meta or {}))
+        fd, temp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def get_or_build(
+        self, key: str, build: Callable[[], tuple[bytes, Mapping[str, Any]]]
+    ) -> CacheEntry:
+        """The cached entry, or `build()`'s (payload, meta) stored and returned."""
+        entry = self.get(key)
+        if entry is None:
+            payload, meta = build()
+            self.put(key, payload, meta)
+            entry = CacheEntry(bytes(payload), dict(meta))
+        return entry
+
+    def clear(self) -> None:
+        """Remove every entry (leaves the directories)."""
+        for path in self.root.glob("*/*.kernel"):
+            path.unlink(missing_ok=True)
+
+
+def encode_entry(payload: bytes, meta: dict[str, Any]) -> bytes:
+    header = {
+        "format": CACHE_FORMAT,
+        "length": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "meta": meta,
+    }
+    return json.dumps(header, sort_keys=True, default=str).encode() + b"\n" + bytes(payload)
+
+
+def decode_entry(data: bytes) -> CacheEntry | None:
+    """The entry in `data`, or None when the header or the payload does not check out."""
+    line, newline, payload = data.partition(b"\n")
+    if not newline:
+        return None
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("format") != CACHE_FORMAT:
+        return None
+    if header.get("length") != len(payload):
+        return None
+    if header.get("sha256") != hashlib.sha256(payload).hexdigest():
+        return None
+    return CacheEntry(payload, dict(header.get("meta") or {}))
