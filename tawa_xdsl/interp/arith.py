@@ -41,7 +41,10 @@ def _remsi(a: Any, b: Any) -> Any:
 
 
 def _ceildivsi(a: Any, b: Any) -> Any:
-    return -_divsi(-np.asarray(a, np.int64), b)
+    """ceil(a / b): the floor division of -a, negated (truncating -a would round 7/2 to 3)."""
+    if np.any(np.asarray(b) == 0):
+        raise ZeroDivisionError("integer division by zero")
+    return -np.floor_divide(-np.asarray(a, np.int64), np.asarray(b, np.int64))
 
 
 def _wrapping(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

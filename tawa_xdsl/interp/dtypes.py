@@ -53,17 +53,24 @@ def dtype_name(dtype: np.dtype) -> str:
 def convert(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Convert elementwise as the GPU's cvt does: float rounds to nearest even, narrow float
     formats saturate to their largest finite value (cvt.rn.satfinite), float to int truncates
-    toward zero."""
+    toward zero and saturates to the integer range (NaN becomes 0, cvt.rzi)."""
     dtype = np.dtype(dtype)
     source = np.asarray(value)
     if dtype.kind in "iub" or source.dtype.kind in "iub":
         if dtype.kind == "b":
             return source != 0
         if dtype.kind in "iu" and source.dtype.kind not in "iub":
-            return np.trunc(source.astype(np.float64)).astype(dtype)
+            return _float_to_int(source, dtype)
         return source.astype(dtype)
     if dtype in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)):
         limit = float(ml_dtypes.finfo(dtype).max)
         wide = source.astype(np.float32)
         return np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit)).astype(dtype)
     return source.astype(np.float32).astype(dtype) if source.dtype != dtype else source
+
+
+def _float_to_int(source: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    wide = np.trunc(source.astype(np.float64))
+    wide = np.where(np.isnan(wide), 0, np.clip(wide, info.min, info.max))
+    return wide.astype(dtype)

@@ -80,9 +80,13 @@ def _dot(ev: Evaluator, op: tile.DotOp, operands: list[Any]) -> tuple[np.ndarray
 
 
 def _reduce(ev: Evaluator, op: tile.ReduceOp, operands: list[Any]) -> tuple[np.ndarray]:
-    reduce = np.max if op.kind.data == tile.ReduceKind.MAX else np.sum
-    axis = op.axis.value.data
-    return (reduce(operands[0], axis=axis).astype(operands[0].dtype),)
+    """max, or a sum accumulated in f32 (i64 for integers) and rounded once, as the GPU's
+    f32 fragment reduction does; numpy would add bf16 elements in bf16, one rounding each."""
+    source, axis = operands[0], op.axis.value.data
+    if op.kind.data == tile.ReduceKind.MAX:
+        return (np.max(source, axis=axis),)
+    wide = np.float32 if source.dtype.kind not in "iub" else np.int64
+    return (np.sum(source.astype(wide), axis=axis).astype(source.dtype),)
 
 
 _COMPARE = {
@@ -108,9 +112,7 @@ def _splat(ev: Evaluator, op: tile.SplatOp, operands: list[Any]) -> tuple[np.nda
 
 TILE_HANDLERS: dict[type[Operation], Handler] = {
     tile.ProgramIdOp: lambda ev, op, _: (np.int32(ev.program.program_id[op.axis.value.data]),),
-    tile.NumProgramsOp: lambda ev, op, _: (
-        np.int32(ev.program.num_programs[op.axis.value.data]),
-    ),
+    tile.NumProgramsOp: lambda ev, op, _: (np.int32(ev.program.num_programs[op.axis.value.data]),),
     tile.ArangeOp: lambda ev, op, _: (
         np.arange(op.start.value.data, op.end.value.data, dtype=np.int32),
     ),
@@ -164,7 +166,9 @@ def bind_argument(kernel: func.FuncOp, position: int, value: Any) -> Any:
     if isinstance(param.type, tile.DescType):
         array = value if isinstance(value, np.ndarray) else getattr(value, "base", value)
         if not isinstance(array, np.ndarray):
-            raise KernelArgumentError(f"{where}: expected a numpy array, got {type(value).__name__}")
+            raise KernelArgumentError(
+                f"{where}: expected a numpy array, got {type(value).__name__}"
+            )
         expected = numpy_dtype(param.type.element_type)
         if array.dtype != expected:
             raise KernelArgumentError(
@@ -176,7 +180,9 @@ def bind_argument(kernel: func.FuncOp, position: int, value: Any) -> Any:
             )
         return Descriptor(array, param.type.get_block_shape())
     if isinstance(value, np.ndarray) and value.ndim > 0:
-        raise KernelArgumentError(f"{where}: expected a scalar, got an array of shape {value.shape}")
+        raise KernelArgumentError(
+            f"{where}: expected a scalar, got an array of shape {value.shape}"
+        )
     dtype = numpy_dtype(param.type)
     if dtype.kind in "iu" and not float(value).is_integer():
         raise KernelArgumentError(f"{where}: expected an integer, got {value!r}")
