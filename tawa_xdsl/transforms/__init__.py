@@ -9,5 +9,62 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def get_persistent() -> type[ModulePass]:
+    from tawa_xdsl.transforms.persistent import PersistentPass
+
+    return PersistentPass
+
+
+def get_partition() -> type[ModulePass]:
+    from tawa_xdsl.transforms.partition import PartitionPass
+
+    return PartitionPass
+
+
+def get_insert_aref() -> type[ModulePass]:
+    from tawa_xdsl.transforms.insert_aref import InsertArefPass
+
+    return InsertArefPass
+
+
+def get_distribute() -> type[ModulePass]:
+    from tawa_xdsl.transforms.distribute import DistributePass
+
+    return DistributePass
+
+
+def get_pipeline() -> type[ModulePass]:
+    from tawa_xdsl.transforms.pipeline import PipelinePass
+
+    return PipelinePass
+
+
+def get_warp_specialize() -> type[ModulePass]:
+    from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
+
+    return WarpSpecializePass
+
+
+def get_lower_aref() -> type[ModulePass]:
+    from tawa_xdsl.transforms.lower_aref import LowerArefPass
+
+    return LowerArefPass
+
+
+def get_verify_pipeline() -> type[ModulePass]:
+    from tawa_xdsl.verify.verify_pipeline import VerifyPipelinePass
+
+    return VerifyPipelinePass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {}
+    return {
+        "persistent": get_persistent,
+        "partition": get_partition,
+        "insert-aref": get_insert_aref,
+        "distribute": get_distribute,
+        "pipeline": get_pipeline,
+        "tawa-warp-specialize": get_warp_specialize,
+        "lower-aref": get_lower_aref,
+        "verify-pipeline": get_verify_pipeline,
+    }

@@ -1,0 +1,111 @@
+"""Helpers the warp-specialization passes share: roles, errors, the kernel, loop surgery.
+
+Roles are recorded by `partition` as the discardable attribute `aref.role` (ROLE_ATTR) holding
+the string "producer", "consumer" or "both" (both: cloned into every warp group, such as loop
+counters, offsets and the loops themselves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawa_xdsl.diagnostics import TawaError, op_location
+from tawa_xdsl.dialects.aref import ROLE_ATTR
+
+PRODUCER = "producer"
+CONSUMER = "consumer"
+BOTH = "both"
+ROLES = (PRODUCER, CONSUMER, BOTH)
+
+
+def error(op: Operation, pass_name: str, message: str) -> TawaError:
+    """A one-line `file:line:col: error: <pass>: <message>` diagnostic at `op`."""
+    return TawaError(f"{op_location(op)}: error: {pass_name}: {message}")
+
+
+def find_kernel(module: ModuleOp, pass_name: str) -> func.FuncOp:
+    """The one function with a body in the module."""
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if len(kernels) != 1:
+        raise TawaError(
+            f"{op_location(module)}: error: {pass_name}: expected one kernel function in the "
+            f"module, found {len(kernels)}"
+        )
+    return kernels[0]
+
+
+def role_of(op: Operation) -> str | None:
+    attr = op.attributes.get(ROLE_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def set_role(op: Operation, role: str) -> None:
+    op.attributes[ROLE_ATTR] = StringAttr(role)
+
+
+def require_role(op: Operation, pass_name: str) -> str:
+    role = role_of(op)
+    if role not in ROLES:
+        raise error(op, pass_name, f"'{op.name}' has no {ROLE_ATTR}; run partition first")
+    return role
+
+
+def with_role(op: Operation, role: str) -> Operation:
+    set_role(op, role)
+    return op
+
+
+def ancestor_in(op: Operation, block: Block) -> Operation | None:
+    """The op of `block` that is `op` or contains it, or None."""
+    current: Operation | None = op
+    while current is not None and current.parent_block() is not block:
+        current = current.parent_op()
+    return current
+
+
+def add_iter_args(
+    loop: scf.ForOp, inits: Sequence[SSAValue], yields: Sequence[SSAValue] | None = None
+) -> tuple[scf.ForOp, list[BlockArgument]]:
+    """Rebuild `loop` with extra loop-carried values; returns the new loop and their block
+    arguments. The new values are yielded unchanged unless `yields` names what to yield (the
+    caller may also rewrite the yield later with `set_yield`)."""
+    body = loop.body.block
+    new_args = [body.insert_arg(v.type, len(body.args)) for v in inits]
+    old_yield = body.last_op
+    assert isinstance(old_yield, scf.YieldOp)
+    extra = list(yields) if yields is not None else list(new_args)
+    new_yield = scf.YieldOp(*old_yield.operands, *extra)
+    new_yield.attributes.update(old_yield.attributes)
+    Rewriter.replace_op(old_yield, new_yield)
+    new_loop = scf.ForOp(
+        loop.lb,
+        loop.ub,
+        loop.step,
+        [*loop.iter_args, *inits],
+        Rewriter.move_region_contents_to_new_regions(loop.body),
+    )
+    new_loop.attributes.update(loop.attributes)
+    new_loop.location = loop.location
+    for old, new in zip(loop.results, new_loop.results, strict=False):
+        new.name_hint = old.name_hint
+    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    Rewriter.replace_op(loop, [], list(new_loop.results[: len(loop.results)]))
+    return new_loop, new_args
+
+
+def set_yield_operand(loop: scf.ForOp, index: int, value: SSAValue) -> None:
+    """Make the loop yield `value` as its `index`-th carried value."""
+    terminator = loop.body.block.last_op
+    assert isinstance(terminator, scf.YieldOp)
+    operands = list(terminator.operands)
+    operands[index] = value
+    terminator.operands = operands
+
+
+def new_region(ops: Sequence[Operation] = ()) -> Region:
+    return Region(Block(ops))
