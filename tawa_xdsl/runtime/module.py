@@ -20,8 +20,9 @@ DEFAULT_SHARED_LIMIT = 48 * 1024
 
 ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
 PARAM = re.compile(
-    r"\.param\s+(?:\.align\s+(\d+)\s+)?(?:\.ptr\s+\.\w+\s+(?:\.align\s+\d+\s+)?)?"
-    r"\.([busf])(8|16|32|64)\s+([A-Za-z_$][\w$]*)\s*(?:\[(\d+)\])?"
+    r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(8|16|32|64)\s+"
+    r"(?:\.ptr\s+(?:\.(?:global|shared|const|local)\s+)?(?:\.align\s+\d+\s+)?)?"
+    r"([A-Za-z_$][\w$]*)\s*(?:\[(\d+)\])?"
 )
 
 
@@ -53,7 +54,7 @@ def parse_entries(ptx: str) -> dict[str, tuple[Param, ...]]:
     entries: dict[str, tuple[Param, ...]] = {}
     for match in ENTRY.finditer(text):
         params = tuple(
-            Param(p.group(4), p.group(2), int(p.group(3)), int(p.group(5) or 1))
+            Param(p.group(3), p.group(1), int(p.group(2)), int(p.group(4) or 1))
             for p in PARAM.finditer(match.group(2))
         )
         entries[match.group(1)] = params

@@ -1,0 +1,171 @@
+"""Launch plumbing that needs no GPU: PTX signatures, argument packing, array description."""
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype
+from tawa_xdsl.runtime.errors import DTypeMismatchError, LaunchError
+from tawa_xdsl.runtime.launch import LaunchConfig, dim3, pack_argument, pack_arguments
+from tawa_xdsl.runtime.memory import describe
+from tawa_xdsl.runtime.module import Kernel, Param, parse_entries, ptx_bytes
+from tawa_xdsl.runtime.tensormap import Swizzle, TensorMap, TensorMapSpec, aligned_descriptor_buffer
+
+WS_GEMM_SIGNATURE = """
+.visible .entry ws_gemm_bf16(
+    .param .align 64 .b8 tmA[128],   // A map
+    .param .align 64 .b8 tmB[128],
+    .param .u64 pC,
+    .param .u32 K,
+    .param .u32 N
+)
+.maxntid 384, 1, 1
+{ ret; }
+.entry scale(.param .f32 alpha, .param .s32 n, .param .u64 .ptr .global .align 16 out) { ret; }
+"""
+
+
+def test_parse_entries_reads_every_signature() -> None:
+    entries = parse_entries(WS_GEMM_SIGNATURE)
+    assert [str(p) for p in entries["ws_gemm_bf16"]] == [
+        ".b8 tmA[128]",
+        ".b8 tmB[128]",
+        ".u64 pC",
+        ".u32 K",
+        ".u32 N",
+    ]
+    assert entries["scale"] == (Param("alpha", "f", 32), Param("n", "s", 32), Param("out", "u", 64))
+
+
+def test_reference_ptx_signature_if_present() -> None:
+    path = Path(__file__).resolve().parents[3] / "shared/reference/ptx/ws_gemm_bf16.ptx"
+    if not path.exists():
+        pytest.skip(f"reference PTX not found at {path}")
+    params = parse_entries(path.read_text())["ws_gemm_bf16"]
+    assert [p.nbytes for p in params] == [128, 128, 8, 4, 4]
+
+
+def test_ptx_bytes_is_nul_terminated_ascii() -> None:
+    assert ptx_bytes(".version 8.0") == b".version 8.0\0"
+    with pytest.raises(UnicodeEncodeError):
+        ptx_bytes("// caf\u00e9")
+
+
+def fake_kernel(source: str = WS_GEMM_SIGNATURE, name: str = "ws_gemm_bf16") -> Kernel:
+    return Kernel(name, None, None, parse_entries(source)[name])  # type: ignore[arg-type] - no GPU
+
+
+def fake_tensor_map() -> TensorMap:
+    spec = TensorMapSpec(0x1000, "bfloat16", (128, 64), (64, 1), (128, 64), Swizzle.B128)
+    buffer = aligned_descriptor_buffer()
+    buffer[:] = np.arange(128, dtype=np.uint8)
+    return TensorMap(spec, buffer)
+
+
+class CudaArray:
+    """Any object with `__cuda_array_interface__` (a CuPy array, say)."""
+
+    def __init__(self, pointer: int, shape: tuple[int, ...], typestr: str, strides=None):
+        self.__cuda_array_interface__ = {
+            "data": (pointer, False),
+            "shape": shape,
+            "typestr": typestr,
+            "strides": strides,
+            "version": 3,
+        }
+
+
+def test_pack_ws_gemm_arguments() -> None:
+    tm = fake_tensor_map()
+    c = CudaArray(0xABC000, (256, 256), "<f4")
+    buffers = pack_arguments(fake_kernel(), [tm, tm, c, 4096, 8192])
+    assert buffers[0].ctypes.data == tm.address  # the map's bytes are passed in place
+    assert buffers[2].tobytes() == (0xABC000).to_bytes(8, "little")
+    assert buffers[3].tobytes() == (4096).to_bytes(4, "little")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([1, 2, 3], "kernel ws_gemm_bf16 takes 5 arguments (tmA, tmB, pC, K, N); got 3"),
+        (["map", "map", 0, 1, 1], "parameter tmA (.b8 tmA[128]): expected 128 bytes, got str"),
+        (["tm", "tm", "tm", 1, 1], "parameter pC (.u64 pC): a tensor map needs a `.b8 [128]`"),
+        (["tm", "tm", 0, -1, 1], "parameter K (.u32 K): -1 does not fit in 32 bits"),
+        (["tm", "tm", 0, 2.5, 1], "parameter K (.u32 K): expected an int, got float"),
+        (["tm", "tm", np.zeros(4), 1, 1], "a numpy array is host memory; copy it with to_device"),
+    ],
+)
+def test_pack_rejects_bad_arguments(args: list[object], message: str) -> None:
+    tm = fake_tensor_map()
+    args = [tm if isinstance(a, str) and a == "tm" else a for a in args]
+    with pytest.raises(LaunchError, match=re.escape(message)):
+        pack_arguments(fake_kernel(), args)
+
+
+def test_pack_float_and_signed_scalars() -> None:
+    kernel = fake_kernel(name="scale")
+    alpha, n, out = pack_arguments(kernel, [0.5, -3, 0x1000])
+    assert alpha.dtype == np.float32 and alpha[0] == 0.5
+    assert n.tobytes() == (-3 % 2**32).to_bytes(4, "little")
+    assert out.tobytes() == (0x1000).to_bytes(8, "little")
+    with pytest.raises(LaunchError, match="does not fit in 32 bits"):
+        pack_argument(kernel.params[1], 2**31, "scale")  # type: ignore[index] - params parsed
+
+
+def test_describe_cuda_array_interface() -> None:
+    view = describe(CudaArray(0x2000, (4, 8), "<f2", strides=(32, 2)))
+    assert (view.pointer, view.dtype, view.shape, view.strides) == (
+        0x2000,
+        "float16",
+        (4, 8),
+        (16, 1),
+    )
+    assert not view.is_contiguous
+    assert describe(CudaArray(0x2000, (4, 8), "<f2")).is_contiguous
+
+
+def test_describe_torch_like_tensor_without_torch() -> None:
+    FakeTensor = type("Tensor", (), {"__module__": "torch"})
+    tensor = FakeTensor()
+    tensor.data_ptr = lambda: 0x3000
+    tensor.is_cuda, tensor.dtype, tensor.shape = True, "torch.bfloat16", (2, 64)
+    tensor.stride = lambda: (64, 1)
+    view = describe(tensor)
+    assert (view.pointer, view.dtype, view.strides) == (0x3000, "bfloat16", (64, 1))
+    tensor.is_cuda, tensor.device = False, "cpu"
+    with pytest.raises(LaunchError, match="torch tensor is on cpu; move it with .cuda()"):
+        describe(tensor, "A")
+
+
+@pytest.mark.parametrize(
+    ("spelling", "name"),
+    [
+        ("torch.bfloat16", "bfloat16"),
+        ("bf16", "bfloat16"),
+        (np.dtype(np.float16), "float16"),
+        ("<f4", "float32"),
+        ("i4", "int32"),
+        ("float8_e4m3fn", "float8_e4m3fn"),
+    ],
+)
+def test_dtype_names(spelling: object, name: str) -> None:
+    assert dtype_name(spelling) == name
+
+
+def test_dtype_mismatch_message() -> None:
+    with pytest.raises(DTypeMismatchError) as info:
+        expect_dtype("torch.float16", "bfloat16", "argument A")
+    assert str(info.value) == "argument A: expected element type bfloat16, got float16"
+
+
+def test_launch_config_normalizes_dims_and_stream() -> None:
+    config = LaunchConfig.make(
+        (64, 64), 384, 132160, cluster=(2, 1), stream=SimpleNamespace(cuda_stream=7)
+    )
+    assert config.grid == (64, 64, 1) and config.block == (384, 1, 1)
+    assert config.cluster == (2, 1, 1) and config.stream == 7
+    with pytest.raises(LaunchError, match="grid: expected 1-3 positive ints"):
+        dim3((0, 1), "grid")
