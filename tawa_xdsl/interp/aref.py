@@ -73,7 +73,8 @@ class Ring:
     depth: int
     consumers: int  # warpgroups that must release each use before its slot is reused
     slots: list[Slot] = field(default_factory=list)
-    # (warpgroup, side) -> the next index that warpgroup may use on that side.
+    # (warpgroup, side) -> how many uses that warpgroup completed on that side (put, get or
+    # consumed), which is also the next index it may use there.
     next_index: dict[tuple[str, str], int] = field(default_factory=dict)
     # (warpgroup, use) -> the copies `get` gave it, killed at `consumed`.
     borrowed: dict[tuple[str, int], tuple[np.ndarray, ...]] = field(default_factory=dict)
@@ -105,8 +106,11 @@ class Ring:
         slots = ", ".join(
             f"slot {k}: {slot.describe(self.consumers)}" for k, slot in enumerate(self.slots)
         )
-        counters = ", ".join(f"{who} next {side} {i}" for (who, side), i in self.next_index.items())
-        return f"{head}\n    {slots}\n    {counters or 'never used'}"
+        done: dict[str, list[str]] = {}
+        for (who, side), count in sorted(self.next_index.items()):
+            done.setdefault(who, []).append(f"{count} {side}")
+        counters = "; ".join(f"{who}: {', '.join(sides)}" for who, sides in done.items())
+        return f"{head}\n    {slots}\n    completed: {counters or 'nothing'}"
 
 
 def _consumer_warpgroups(op: aref.CreateOp) -> int:
@@ -135,15 +139,17 @@ def _protocol_error(ev: Evaluator, op: Operation, ring: Ring, message: str) -> A
     return ArefProtocolError(f"{op_location(op)}: '{op.name}' on {ring.name} by {who}: {message}")
 
 
-def _take_index(ev: Evaluator, op: Operation, ring: Ring, side: str, use: int) -> None:
-    """Check that `use` is the next index of this warpgroup on this side, and advance."""
-    key = (ev.state.get("task", ""), side)
-    expected = ring.next_index.get(key, 0)
+def _check_index(ev: Evaluator, op: Operation, ring: Ring, side: str, use: int) -> None:
+    """Check that `use` is the next index of this warpgroup on this side."""
+    expected = ring.next_index.get((ev.state.get("task", ""), side), 0)
     if use != expected:
         raise _protocol_error(
             ev, op, ring, f"use counter out of order: expected {side} {expected}, got {side} {use}"
         )
-    ring.next_index[key] = use + 1
+
+
+def _complete(ev: Evaluator, ring: Ring, side: str, use: int) -> None:
+    ring.next_index[(ev.state.get("task", ""), side)] = use + 1
 
 
 def _sync_point(op: Operation, reason: str, ready: Callable[[], bool]) -> Generator[Blocked]:
@@ -163,7 +169,7 @@ def _create(ev: Evaluator, op: aref.CreateOp, operands: list[Any]) -> tuple[Ring
 def _put(ev: Evaluator, op: aref.PutOp, operands: list[Any]) -> Generator[Blocked, None, Any]:
     ring, index, *values = operands
     use = int(index)
-    _take_index(ev, op, ring, "put", use)
+    _check_index(ev, op, ring, "put", use)
     reason = f"waits for {ring.name} slot {use % ring.depth} to be released"
     if use >= ring.depth:
         reason += f" from use {use - ring.depth} by {ring.consumers} consumer warpgroups"
@@ -171,13 +177,14 @@ def _put(ev: Evaluator, op: aref.PutOp, operands: list[Any]) -> Generator[Blocke
     slot = ring.slot(use)
     slot.use, slot.released = use, 0
     slot.payload = tuple(np.array(v, copy=True) for v in values)
+    _complete(ev, ring, "put", use)
     return ()
 
 
 def _get(ev: Evaluator, op: aref.GetOp, operands: list[Any]) -> Generator[Blocked, None, Any]:
     ring, index = operands
     use = int(index)
-    _take_index(ev, op, ring, "get", use)
+    _check_index(ev, op, ring, "get", use)
     reason = f"waits for use {use} of {ring.name} (slot {use % ring.depth}) to be put"
     yield from _sync_point(op, reason, partial(ring.has_arrived, use))
     slot = ring.slot(use)
@@ -187,6 +194,7 @@ def _get(ev: Evaluator, op: aref.GetOp, operands: list[Any]) -> Generator[Blocke
         )
     copies = tuple(np.array(v, copy=True) for v in slot.payload)
     ring.borrowed[(ev.state.get("task", ""), use)] = copies
+    _complete(ev, ring, "get", use)
     return copies
 
 
@@ -196,9 +204,10 @@ def _consumed(ev: Evaluator, op: aref.ConsumedOp, operands: list[Any]) -> Genera
     copies = ring.borrowed.pop((ev.state.get("task", ""), use), None)
     if copies is None:
         raise _protocol_error(ev, op, ring, f"consumed use {use} without a get of it")
-    _take_index(ev, op, ring, "consumed", use)
+    _check_index(ev, op, ring, "consumed", use)
     yield from _sync_point(op, "never blocks", lambda: True)
     ring.slot(use).released += 1
+    _complete(ev, ring, "consumed", use)
     _kill(
         ev, copies, f"reads use {use} of {ring.name} after its 'aref.consumed' at {op_location(op)}"
     )

@@ -126,17 +126,20 @@ class RoundRobinPolicy:
 
 
 class PriorityPolicy:
-    """Moves the runnable task of highest `rank`; ties go to the task that moved last (so a
-    favoured task runs as long as it can), then to the earliest task."""
+    """Moves the runnable task of highest `rank`. Ties go to the task that moved last when
+    `sticky` (so a favoured task runs as long as it can), then to the earliest task."""
 
-    def __init__(self, rank: Callable[[Task], float]):
+    def __init__(self, rank: Callable[[Task], float], sticky: bool = True):
         self.rank = rank
+        self.sticky = sticky
         self.last: Task | None = None
 
     def choose(self, runnable: Sequence[Task]) -> Task:
-        chosen = max(
-            enumerate(runnable), key=lambda it: (self.rank(it[1]), it[1] is self.last, -it[0])
-        )[1]
+        def key(item: tuple[int, Task]) -> tuple[float, bool, int]:
+            position, task = item
+            return (self.rank(task), self.sticky and task is self.last, -position)
+
+        chosen = max(enumerate(runnable), key=key)[1]
         self.last = chosen
         return chosen
 
@@ -173,7 +176,7 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "producer-first": lambda: PriorityPolicy(lambda t: t.role == "producer"),
     "consumer-first": lambda: PriorityPolicy(lambda t: t.role == "consumer"),
     "furthest-ahead": lambda: PriorityPolicy(lambda t: t.steps),
-    "furthest-behind": lambda: PriorityPolicy(lambda t: -t.steps),
+    "furthest-behind": lambda: PriorityPolicy(lambda t: -t.steps, sticky=False),
 }
 """The named policies; each call makes a fresh one."""
 
