@@ -626,6 +626,81 @@ class StoreOp(IRDLOperation):
             )
 
 
+# ------------------------------------------------------------- warp-specialized forms
+
+
+@irdl_op_definition
+class ExtractSliceOp(IRDLOperation):
+    """The sub-tile of `source` at element offsets `[o0, o1, ...]`, of the result's static shape.
+
+    The offsets are dynamic i32 values (a cooperative consumer warpgroup w takes rows
+    [w*64, w*64 + 64) of a 128-row tile); the slice must lie inside the source."""
+
+    name = "tile.extract_slice"
+
+    source = operand_def(TensorType)
+    offsets = var_operand_def(i32)
+    result = result_def(TensorType)
+
+    assembly_format = "$source `[` $offsets `]` attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, offsets: Sequence[SSAValue], shape: Sequence[int]):
+        super().__init__(
+            operands=[source, offsets],
+            result_types=[TensorType(element_type_of(source), shape)],
+        )
+
+    def verify_(self) -> None:
+        src, dst = shape_of(self.source), shape_of(self.result)
+        if len(self.offsets) != len(src):
+            raise VerifyException(
+                f"'tile.extract_slice' needs one offset per dim of {self.source.type}, got "
+                f"{len(self.offsets)}"
+            )
+        if element_type_of(self.source) != element_type_of(self.result):
+            raise VerifyException("'tile.extract_slice' must keep the element type")
+        if len(dst) != len(src) or any(d > s for s, d in zip(src, dst, strict=True)):
+            raise VerifyException(
+                f"'tile.extract_slice' result {format_shape(dst)} must have the rank of the "
+                f"source {format_shape(src)} and fit in it"
+            )
+
+
+@irdl_op_definition
+class StoreSliceOp(IRDLOperation):
+    """Write a value smaller than the descriptor's block at element offsets `[o0, ...]` (each
+    cooperative consumer warpgroup stores its rows of the output tile).
+
+    The value's shape must fit in the block shape, dim by dim; elements outside the global
+    tensor are dropped, as for `tile.store`."""
+
+    name = "tile.store_slice"
+
+    desc = operand_def(DescType)
+    offsets = var_operand_def(i32)
+    value = operand_def(TensorType)
+
+    assembly_format = (
+        "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
+    )
+
+    def __init__(self, desc: SSAValue, offsets: Sequence[SSAValue], value: SSAValue):
+        super().__init__(operands=[desc, offsets, value])
+
+    def verify_(self) -> None:
+        desc_type = _verify_offsets(self, self.desc, self.offsets)
+        block, shape = desc_type.get_block_shape(), shape_of(self.value)
+        fits = len(block) == len(shape) and all(
+            v <= b for b, v in zip(block, shape, strict=True)
+        )
+        if element_type_of(self.value) != desc_type.element_type or not fits:
+            raise VerifyException(
+                f"'tile.store_slice' to {desc_type} needs a {desc_type.element_type} value "
+                f"whose shape fits in {format_shape(block)}, got {self.value.type}"
+            )
+
+
 Tile = Dialect(
     "tile",
     [
@@ -649,6 +724,9 @@ Tile = Dialect(
         # Global memory
         LoadOp,
         StoreOp,
+        # Warp-specialized forms
+        ExtractSliceOp,
+        StoreSliceOp,
     ],
     [DescType, ReduceKindAttr, ComparePredicateAttr],
 )

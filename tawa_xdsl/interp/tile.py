@@ -22,7 +22,14 @@ from xdsl.ir import Attribute, Operation
 from tawa_xdsl.dialects import tile
 from tawa_xdsl.interp.arith import ARITH_HANDLERS
 from tawa_xdsl.interp.dtypes import InterpreterError, convert, dtype_name, numpy_dtype
-from tawa_xdsl.interp.engine import STRUCTURE_HANDLERS, Evaluator, Handler, Program, Return
+from tawa_xdsl.interp.engine import (
+    STRUCTURE_HANDLERS,
+    Evaluator,
+    Handler,
+    Program,
+    Return,
+    location,
+)
 
 
 @dataclass
@@ -110,6 +117,24 @@ def _splat(ev: Evaluator, op: tile.SplatOp, operands: list[Any]) -> tuple[np.nda
     return (np.full(shape, operands[0], _dtype_of(op.result.type)),)
 
 
+def _extract_slice(ev: Evaluator, op: tile.ExtractSliceOp, operands: list[Any]) -> tuple[np.ndarray]:
+    source, *offsets = operands
+    shape = tile.shape_of(op.result)
+    starts = [int(o) for o in offsets]
+    if any(s < 0 or s + d > n for s, d, n in zip(starts, shape, source.shape, strict=True)):
+        raise InterpreterError(
+            f"{location(op)}: slice of {shape} at {starts} is outside the {source.shape} tile"
+        )
+    return (source[tuple(slice(s, s + d) for s, d in zip(starts, shape, strict=True))].copy(),)
+
+
+def _store_slice(ev: Evaluator, op: tile.StoreSliceOp, operands: list[Any]) -> tuple[()]:
+    desc, *offsets, value = operands
+    Descriptor(desc.array, tuple(value.shape)).store([int(o) for o in offsets], value)
+    ev.state.setdefault("written", set()).add(id(desc.array))
+    return ()
+
+
 TILE_HANDLERS: dict[type[Operation], Handler] = {
     tile.ProgramIdOp: lambda ev, op, _: (np.int32(ev.program.program_id[op.axis.value.data]),),
     tile.NumProgramsOp: lambda ev, op, _: (np.int32(ev.program.num_programs[op.axis.value.data]),),
@@ -130,6 +155,8 @@ TILE_HANDLERS: dict[type[Operation], Handler] = {
     tile.ReduceOp: _reduce,
     tile.LoadOp: _load,
     tile.StoreOp: _store,
+    tile.ExtractSliceOp: _extract_slice,
+    tile.StoreSliceOp: _store_slice,
 }
 
 HANDLERS: dict[type[Operation], Handler] = {
