@@ -681,9 +681,7 @@ class StoreSliceOp(IRDLOperation):
     offsets = var_operand_def(i32)
     value = operand_def(TensorType)
 
-    assembly_format = (
-        "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
-    )
+    assembly_format = "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
 
     def __init__(self, desc: SSAValue, offsets: Sequence[SSAValue], value: SSAValue):
         super().__init__(operands=[desc, offsets, value])
@@ -691,9 +689,7 @@ class StoreSliceOp(IRDLOperation):
     def verify_(self) -> None:
         desc_type = _verify_offsets(self, self.desc, self.offsets)
         block, shape = desc_type.get_block_shape(), shape_of(self.value)
-        fits = len(block) == len(shape) and all(
-            v <= b for b, v in zip(block, shape, strict=True)
-        )
+        fits = len(block) == len(shape) and all(v <= b for b, v in zip(block, shape, strict=True))
         if element_type_of(self.value) != desc_type.element_type or not fits:
             raise VerifyException(
                 f"'tile.store_slice' to {desc_type} needs a {desc_type.element_type} value "

@@ -117,7 +117,9 @@ def _splat(ev: Evaluator, op: tile.SplatOp, operands: list[Any]) -> tuple[np.nda
     return (np.full(shape, operands[0], _dtype_of(op.result.type)),)
 
 
-def _extract_slice(ev: Evaluator, op: tile.ExtractSliceOp, operands: list[Any]) -> tuple[np.ndarray]:
+def _extract_slice(
+    ev: Evaluator, op: tile.ExtractSliceOp, operands: list[Any]
+) -> tuple[np.ndarray]:
     source, *offsets = operands
     shape = tile.shape_of(op.result)
     starts = [int(o) for o in offsets]
