@@ -42,7 +42,12 @@ def get_dialects() -> dict[str, object]:
 
 
 def get_targets() -> dict[str, object]:
-    return {}
+    def get_ptx():
+        from tawa_xdsl.backend.target import PtxTarget
+
+        return PtxTarget
+
+    return {"ptx": get_ptx}
 
 
 class TawaOptMain(xDSLOptMain):
