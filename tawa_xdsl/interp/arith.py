@@ -47,6 +47,12 @@ def _ceildivsi(a: Any, b: Any) -> Any:
     return -np.floor_divide(-np.asarray(a, np.int64), np.asarray(b, np.int64))
 
 
+def _at_least_f32(x: Any) -> Any:
+    """Compute narrow floats in f32 so that a two-step formula rounds only once at the end."""
+    x = np.asarray(x)
+    return x.astype(np.float32) if x.dtype.itemsize < 4 else x
+
+
 def _wrapping(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def apply(a: Any, b: Any) -> Any:
         return function(np.asarray(a, np.int64), np.asarray(b, np.int64))
@@ -85,7 +91,7 @@ UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     math.Log2Op: np.log2,
     math.LogOp: np.log,
     math.SqrtOp: np.sqrt,
-    math.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    math.RsqrtOp: lambda x: 1 / np.sqrt(_at_least_f32(x)),
     math.AbsFOp: np.abs,
     math.TanhOp: np.tanh,
 }

@@ -66,7 +66,10 @@ def convert(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
         limit = float(ml_dtypes.finfo(dtype).max)
         wide = source.astype(np.float32)
         return np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit)).astype(dtype)
-    return source.astype(np.float32).astype(dtype) if source.dtype != dtype else source
+    if source.dtype == dtype:
+        return source
+    with np.errstate(over="ignore"):  # past the largest finite f16 is inf, as cvt.rn.f16
+        return source.astype(np.float32).astype(dtype)
 
 
 def _float_to_int(source: np.ndarray, dtype: np.dtype) -> np.ndarray:
