@@ -136,7 +136,7 @@ def launch_config(config: LaunchConfig) -> Any:
     native.gridDimX, native.gridDimY, native.gridDimZ = config.grid
     native.blockDimX, native.blockDimY, native.blockDimZ = config.block
     native.sharedMemBytes = config.shared_bytes
-    native.hStream = config.stream
+    native.hStream = cu.CUstream(config.stream) if config.stream else 0
     attrs = []
     if config.cluster != (1, 1, 1):
         attr = cu.CUlaunchAttribute()

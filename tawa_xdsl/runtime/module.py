@@ -165,11 +165,14 @@ def link_ptx(ptx: str | bytes, arch: str = "sm_90a") -> tuple[bytes, str]:
     """PTX -> cubin in process with nvJitLink (optional dependency); returns (cubin, log)."""
     try:
         from cuda.bindings import nvjitlink
-    except ImportError:
+    except ImportError:  # also raised when cuda.pathfinder, which finds the library, is missing
         message = "cuda.bindings.nvjitlink not found"
         raise PTXLoadError("nvJitLink", "unavailable", message) from None
     data = ptx_bytes(ptx)
-    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    try:
+        handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    except Exception as exc:  # noqa: BLE001 - a missing libnvJitLink surfaces here
+        raise PTXLoadError("nvJitLinkCreate", "unavailable", str(exc)) from None
     try:
         nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel")
         try:
