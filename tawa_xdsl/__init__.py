@@ -2,10 +2,36 @@
 
 The packages, in the order a kernel flows through them:
 
+* `language`, `jit`, `frontend` -- Triton-style Python kernels (`import tawa_xdsl.language as
+  tl`, `@tawa_xdsl.jit`) compiled from their AST to tile IR.
 * `dialects` -- the IR: `tile` (input level), `aref` (warp-specialized), `nvgpu` (hardware).
 * `transforms` -- one module per pass, registered in the `tawa-opt` driver.
 * `interp` -- numpy interpreters that run the program at each level (the test oracle).
 * `tools` -- the `tawa-opt`, `tawa-run` and `tawa` command-line entry points.
+
+`jit`, `TensorDescriptor` and `language` are imported on first use, so `import tawa_xdsl`
+stays cheap and never touches a GPU.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+__all__ = ["TensorDescriptor", "jit", "language"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "jit":
+        # The module is callable: `@tawa_xdsl.jit` and `@tawa_xdsl.jit(interpret=True)`.
+        import tawa_xdsl.jit as jit_module
+
+        return jit_module
+    if name == "TensorDescriptor":
+        from tawa_xdsl.descriptor import TensorDescriptor
+
+        return TensorDescriptor
+    if name == "language":
+        import tawa_xdsl.language as language
+
+        return language
+    raise AttributeError(f"module 'tawa_xdsl' has no attribute '{name}'")
