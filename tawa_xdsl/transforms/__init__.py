@@ -51,6 +51,12 @@ def get_lower_aref() -> type[ModulePass]:
     return LowerArefPass
 
 
+def get_lower_to_nvgpu() -> type[ModulePass]:
+    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+
+    return LowerToNvgpuPass
+
+
 def get_verify_pipeline() -> type[ModulePass]:
     from tawa_xdsl.verify.verify_pipeline import VerifyPipelinePass
 
@@ -66,5 +72,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "pipeline": get_pipeline,
         "tawa-warp-specialize": get_warp_specialize,
         "lower-aref": get_lower_aref,
+        "lower-to-nvgpu": get_lower_to_nvgpu,
         "verify-pipeline": get_verify_pipeline,
     }

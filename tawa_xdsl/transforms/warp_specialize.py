@@ -17,3 +17,73 @@ non-persistent kernel would have been launched with, and the kernel is launched 
 grid = (number of SMs, 1, 1) (any positive count is correct). `persistent_launch(grid, sms)`
 returns (launch_grid, extra_args).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from tawa_xdsl.diagnostics import verify_module
+from tawa_xdsl.dialects import make_context
+from tawa_xdsl.transforms.distribute import DistributePass
+from tawa_xdsl.transforms.insert_aref import InsertArefPass
+from tawa_xdsl.transforms.partition import PartitionPass
+from tawa_xdsl.transforms.persistent import PersistentPass, persistent_launch
+from tawa_xdsl.transforms.pipeline import PipelinePass
+
+__all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
+
+
+@dataclass(frozen=True)
+class WarpSpecializePass(ModulePass):
+    """The tile -> aref pipeline: [persistent,] partition, insert-aref, distribute, pipeline.
+
+    Options:
+      stages: int = 3        ring depth D (how far the producer may run ahead).
+      mma_depth: int = 2     MMA depth P: uses a consumer holds before releasing the oldest.
+      consumers: int = 1     consumer warpgroups cooperating on one tile (1 or 2).
+      persistent: bool = False   loop each program over output tiles (grid = #SMs).
+      attention: bool = True     software-pipeline the attention consumer (QK^T of j+1 before
+                                 softmax of j); other kernels are left alone.
+    """
+
+    name = "tawa-warp-specialize"
+
+    stages: int = 3
+    mma_depth: int = 2
+    consumers: int = 1
+    persistent: bool = False
+    attention: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
+        passes += [
+            PartitionPass(),
+            InsertArefPass(depth=self.stages),
+            DistributePass(),
+            PipelinePass(
+                mma_depth=self.mma_depth, consumers=self.consumers, attention=self.attention
+            ),
+        ]
+        for p in passes:
+            p.apply(ctx, op)
+            verify_module(op)
+
+
+def warp_specialize(
+    module: ModuleOp,
+    stages: int = 3,
+    mma_depth: int = 2,
+    consumers: int = 1,
+    persistent: bool = False,
+    attention: bool = True,
+) -> ModuleOp:
+    """A warp-specialized copy of `module` (see the module docstring)."""
+    result = module.clone()
+    WarpSpecializePass(stages, mma_depth, consumers, persistent, attention).apply(
+        make_context(), result
+    )
+    return result
