@@ -228,12 +228,13 @@ class ConsumerLowering:
         self.dead: list[Operation] = []
 
     def block(self, block: Block) -> None:
+        outer, self.dead = self.dead, []
         for op in list(block.ops):
             self.op(op)
-        for op in reversed(self.dead):
+        for op in reversed(self.dead):  # slot views die once their dots are wgmmas
             if op.parent is not None and not any(r.uses for r in op.results):
-                op.erase()
-        self.dead.clear()
+                Rewriter.erase_op(op)
+        self.dead = outer
 
     def op(self, op: Operation) -> None:
         match op:
