@@ -39,6 +39,8 @@ class IRBuilder:
     def __init__(self, block: Block):
         self.block = block
         self.location: LocationAttr = UnknownLoc()
+        # The blocks being filled, outermost first: their ops so far dominate the current one.
+        self.open_blocks: list[Block] = [block]
         # Constants already emitted, per block, so each appears once where it is visible.
         self.constants: dict[tuple[int, str, str], Scalar] = {}
 
@@ -55,17 +57,22 @@ class IRBuilder:
         """Emit into `block` for the duration of the `with`."""
         saved = self.block
         self.block = block
+        self.open_blocks.append(block)
         try:
             yield
         finally:
+            self.open_blocks.pop()
             self.block = saved
 
     def constant(self, number: PythonNumber, dtype: tl.dtype) -> Scalar:
         """An `arith.constant` of `dtype` holding a Python number (one per block)."""
-        key = (id(self.block), repr(number), dtype.name)
-        if key not in self.constants:
-            self.constants[key] = self._new_constant(number, dtype)
-        return self.constants[key]
+        for block in self.open_blocks:
+            known = self.constants.get((id(block), repr(number), dtype.name))
+            if known is not None:
+                return known
+        constant = self._new_constant(number, dtype)
+        self.constants[id(self.block), repr(number), dtype.name] = constant
+        return constant
 
     def _new_constant(self, number: PythonNumber, dtype: tl.dtype) -> Scalar:
         type_ = ir_type(dtype)

@@ -140,6 +140,19 @@ def _names(nodes: Sequence[ast.AST], context: type[ast.expr_context]) -> list[st
     return list(dict.fromkeys(name for _, name in sorted(found)))
 
 
+def _closure_of(function: Callable[..., Any]) -> dict[str, Any]:
+    """The variables a nested function captured from its enclosing scopes."""
+    cells = getattr(function, "__closure__", None) or ()
+    names = function.__code__.co_freevars
+    values = {}
+    for name, cell in zip(names, cells, strict=True):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell: assigned after the function was defined
+            continue
+    return values
+
+
 def jit_function_of(value: object) -> Callable[..., Any] | None:
     """The Python function behind a `@jit` object, or None."""
     return getattr(value, "__tawa_jit_function__", None)
@@ -232,7 +245,10 @@ class CodeGenerator(ast.NodeVisitor):
         name = node.id
         if name in self.scope:
             return self.scope[name]
-        if name in self.source.function.__globals__:
+        closure = _closure_of(self.source.function)
+        if name in closure:
+            value = closure[name]
+        elif name in self.source.function.__globals__:
             value = self.source.function.__globals__[name]
         elif name in _PYTHON_BUILTINS:
             value = _PYTHON_BUILTINS[name]
