@@ -1,0 +1,272 @@
+"""`tawa-run`: run a tile kernel in the numpy interpreter from the command line.
+
+    tawa-run examples/gemm.mlir --grid 6 --args a=randn:300x100:f16 b=randn:200x100:f16 \\
+        c=zeros:300x200:f16 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
+
+Arguments are positional, one spec per kernel parameter, in the kernel's order:
+
+    [NAME=]KIND:SHAPE[:DTYPE]   an array; KIND is zeros, ones, randn (standard normal),
+                                rand (uniform in [0, 1)) or arange (0, 1, 2, ... in row-major
+                                order); SHAPE is 300x100; DTYPE is f16, bf16, f32, f8E4M3FN or
+                                f8E5M2 (default: the descriptor's element type)
+    [NAME=]npy:PATH             an array loaded from a .npy file
+    [NAME=]VALUE                a scalar: 300, 0.125, -inf
+
+NAME labels the argument in the output and in the .npz file (default: arg0, arg1, ...).
+For each array the kernel stored to, one line gives its shape, dtype, a summary (sum, mean,
+min, max, NaN count) and a checksum of its bytes. Errors print one line and exit 1;
+`--debug` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    i32,
+)
+from xdsl.ir import Attribute
+
+from tawa_xdsl.diagnostics import TawaError, op_location, parse_file
+from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
+from tawa_xdsl.interp.tile import KernelArgumentError, find_kernel, run_kernel
+
+T = TypeVar("T")
+ARRAY_KINDS = ("zeros", "ones", "randn", "rand", "arange")
+
+
+class SpecError(Exception):
+    """A malformed `--args` spec."""
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One parsed `--args` entry: an array recipe, a .npy file or a scalar literal."""
+
+    name: str
+    kind: str  # one of ARRAY_KINDS, "npy" or "scalar"
+    shape: tuple[int, ...] = ()
+    dtype: str | None = None
+    text: str = ""  # the scalar literal or the .npy path
+
+
+def parse_spec(text: str, position: int) -> ArgSpec:
+    """Parse `[NAME=]KIND:SHAPE[:DTYPE]`, `[NAME=]npy:PATH` or `[NAME=]VALUE`."""
+    name, _, body = text.rpartition("=") if "=" in text else ("", "", text)
+    name = name or f"arg{position}"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise SpecError(f"bad argument name {name!r}")
+    if ":" not in body:
+        return ArgSpec(name, "scalar", text=_scalar_literal(body))
+    kind, _, rest = body.partition(":")
+    if kind == "npy":
+        return ArgSpec(name, "npy", text=rest)
+    if kind not in ARRAY_KINDS:
+        raise SpecError(f"unknown array kind {kind!r} (expected {', '.join(ARRAY_KINDS)} or npy)")
+    shape_text, _, dtype = rest.partition(":")
+    if dtype and dtype not in DTYPES:
+        raise SpecError(f"unknown dtype {dtype!r} (expected {', '.join(DTYPES)})")
+    return ArgSpec(name, kind, _shape(shape_text), dtype or None)
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"[0-9]+(x[0-9]+)*", text):
+        raise SpecError(f"bad shape {text!r} (expected sizes joined by 'x', such as 300x100)")
+    return tuple(int(d) for d in text.split("x"))
+
+
+def _scalar_literal(text: str) -> str:
+    try:
+        float(text)
+    except ValueError:
+        raise SpecError(f"bad scalar {text!r} (expected a number, or KIND:SHAPE[:DTYPE])") from None
+    return text
+
+
+def parse_grid(text: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"[0-9]+(,[0-9]+){0,2}", text):
+        raise SpecError(f"--grid: bad grid {text!r} (expected 1 to 3 sizes such as 4,1,1)")
+    return tuple(int(g) for g in text.split(","))
+
+
+# ------------------------------------------------------------------------ making values
+
+
+DTYPES: dict[str, Attribute] = {
+    "f16": Float16Type(),
+    "bf16": BFloat16Type(),
+    "f32": Float32Type(),
+    "f64": Float64Type(),
+    "f8E4M3FN": Float8E4M3FNType(),
+    "f8E5M2": Float8E5M2Type(),
+    "i32": i32,
+}
+
+
+def make_value(spec: ArgSpec, param_type: Attribute, rng: np.random.Generator) -> object:
+    """The launch value of one spec, for a parameter of type `param_type`."""
+    if spec.kind == "scalar":
+        return _scalar(spec.text)
+    if spec.kind == "npy":
+        try:
+            return np.load(spec.text, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise SpecError(f"cannot load {spec.text!r}: {error}") from None
+    if spec.dtype is not None:
+        dtype = numpy_dtype(DTYPES[spec.dtype])
+    elif isinstance(param_type, DescType):
+        dtype = numpy_dtype(param_type.element_type)
+    else:
+        raise SpecError(f"give a dtype: the parameter is {param_type}, not a descriptor")
+    return _array(spec.kind, spec.shape, dtype, rng)
+
+
+def _scalar(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _array(kind: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator):
+    if kind == "zeros":
+        values = np.zeros(shape)
+    elif kind == "ones":
+        values = np.ones(shape)
+    elif kind == "randn":
+        values = rng.standard_normal(shape)
+    elif kind == "rand":
+        values = rng.random(shape)
+    else:
+        values = np.arange(int(np.prod(shape))).reshape(shape)
+    return values.astype(np.float32).astype(dtype)
+
+
+# ---------------------------------------------------------------------------- reporting
+
+
+def summary(name: str, array: np.ndarray) -> str:
+    """`c: 300x200 float16 sum=... mean=... min=... max=... nan=0 sha256=...`."""
+    wide = array.astype(np.float64)
+    finite = wide[~np.isnan(wide)]
+    stats = (
+        f"sum={finite.sum():.6g} mean={finite.mean():.6g} min={finite.min():.6g} "
+        f"max={finite.max():.6g}"
+        if finite.size
+        else "sum=nan mean=nan min=nan max=nan"
+    )
+    digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+    shape = "x".join(map(str, array.shape))
+    nans = int(np.isnan(wide).sum())
+    return f"{name}: {shape} {array.dtype.name} {stats} nan={nans} sha256={digest}"
+
+
+def save(path: str, outputs: dict[str, np.ndarray]) -> None:
+    """Write the outputs to an .npz; bf16 and fp8 (not numpy types) are stored as float32."""
+    plain = {name: a if a.dtype.isbuiltin else a.astype(np.float32) for name, a in outputs.items()}
+    np.savez(path, **plain)
+
+
+# --------------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tawa-run",
+        description="Run a tile kernel in the numpy interpreter.",
+        epilog="Argument specs: [NAME=]KIND:SHAPE[:DTYPE] with KIND in "
+        f"{', '.join(ARRAY_KINDS)}; [NAME=]npy:PATH; [NAME=]NUMBER.",
+    )
+    parser.add_argument("input", help="the .mlir file holding the kernel")
+    parser.add_argument("--kernel", help="the function to run (default: the only one)")
+    parser.add_argument("--grid", required=True, help="launch grid, such as 4 or 4,2,1")
+    parser.add_argument("--args", nargs="*", default=[], metavar="SPEC", help="one per parameter")
+    parser.add_argument("--seed", type=int, default=0, help="seed of randn/rand (default 0)")
+    parser.add_argument("--save", metavar="OUT.npz", help="write the stored arrays here")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    return parser
+
+
+def run(args: argparse.Namespace) -> list[str]:
+    """Run the kernel as `args` say; returns the report lines."""
+    grid = parse_grid(args.grid)
+    specs = [_in_context(i, text, parse_spec, text, i) for i, text in enumerate(args.args)]
+    module = parse_file(make_context(), args.input)
+    try:
+        kernel = find_kernel(module, args.kernel)
+    except KernelArgumentError as error:
+        raise TawaError(f"{args.input}: error: {error}") from error
+    params = kernel.body.block.args
+    if len(specs) != len(params):
+        message = f"@{kernel.sym_name.data} takes {len(params)} arguments, got {len(specs)}"
+        raise _located(kernel, message)
+    rng = np.random.default_rng(args.seed)
+    values = [
+        _in_context(i, args.args[i], make_value, spec, param.type, rng)
+        for i, (spec, param) in enumerate(zip(specs, params, strict=True))
+    ]
+    try:
+        written = run_kernel(module, grid, values, kernel=kernel.sym_name.data)
+    except KernelArgumentError as error:
+        raise _located(kernel, str(error)) from error
+    names = {id(v): s.name for s, v in zip(specs, values, strict=True)}
+    outputs = {names[id(array)]: array for array in written}
+    if args.save:
+        save(args.save, outputs)
+    return [summary(name, array) for name, array in outputs.items()]
+
+
+def _in_context(position: int, text: str, function: Callable[..., T], *args: object) -> T:
+    """Call `function`; a SpecError names the argument it came from."""
+    try:
+        return function(*args)
+    except SpecError as error:
+        raise SpecError(f"--args: argument {position} ({text!r}): {error}") from error
+
+
+def _located(kernel: func.FuncOp, message: str) -> TawaError:
+    return TawaError(f"{op_location(kernel)}: error: {message}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        lines = run(args)
+    except (TawaError, InterpreterError, SpecError, OSError) as error:
+        if args.debug:
+            raise
+        print(f"tawa-run: {_one_line(error)}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+def _one_line(error: Exception) -> str:
+    message = " ".join(str(error).split("\n")[0].split())
+    if isinstance(error, TawaError):
+        return message
+    if isinstance(error, SpecError):
+        return f"error: {message}"
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: error: {error.strerror}"
+    return f"error: {message}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
