@@ -1,0 +1,215 @@
+"""Tile IR -> PTX, plus everything the runtime needs to launch the result.
+
+    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+    kernel = compile_to_ptx(tile_module, CompileOptions(stages=4, mma_depth=2, consumers=2))
+    kernel.ptx                     # the PTX text (.version 8.0, .target sm_90a)
+    kernel.ir["nvgpu"]             # the IR of every stage: "aref", "mbarrier", "nvgpu", "ptx"
+    kernel.launch(grid, a, b, c, M, N, K)          # on the GPU (tawa_xdsl.runtime)
+
+The pipeline is the one `tawa-opt` runs: `tawa-warp-specialize{...}`, `lower-aref`,
+`lower-to-nvgpu`, then the `ptx` target.
+
+Kernel parameters (`CompiledKernel.params`, from `emit_ptx.kernel_params`): a scalar argument
+is one `.param`; a `!tile.desc` argument is five for rank 2 -- the CUtensorMap by value, the
+global pointer, the extent of each dim (outermost first) and the row stride in elements.
+`launch` builds them from a device tensor (torch, `__cuda_array_interface__`, DeviceArray) or
+a `tawa_xdsl.TensorDescriptor` over a numpy array (copied in, and back out after the launch).
+Tensor maps use the block shape of the descriptor type as their box, and the 128-byte swizzle
+when the kernel's TMA copies land in 128B-swizzled slots (`tensor_maps`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
+from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.tile import DescType
+
+Grid = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """The warp-specialization options (see `tawa-warp-specialize`)."""
+
+    stages: int = 4  # ring depth D
+    mma_depth: int = 2  # MMA depth P
+    consumers: int = 2  # consumer warpgroups cooperating on one tile
+    persistent: bool = False  # one program per SM looping over tiles
+
+
+@dataclass(frozen=True)
+class TensorMapInfo:
+    """How to encode the tensor map of one descriptor argument."""
+
+    arg: int
+    box: tuple[int, ...]  # numpy order (outermost first): the descriptor's block shape
+    swizzle: int  # bytes: 0 or 128
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel ready to launch: PTX text, entry name, params, smem and grid rules."""
+
+    ptx: str
+    name: str
+    params: list[KernelParam]
+    tensor_maps: dict[int, TensorMapInfo]
+    smem_bytes: int
+    threads: int
+    persistent: bool
+    arg_count: int  # user-visible arguments (persistent kernels take 3 more, appended here)
+    ir: dict[str, str] = field(default_factory=dict)
+
+    def grid(self, grid: Sequence[int] | int, sms: int = 132) -> tuple[Grid, list[int]]:
+        """The launch grid for the logical `grid`, and the extra trailing arguments."""
+        dims = [grid] if isinstance(grid, int) else list(grid)
+        dims = (dims + [1, 1])[:3]
+        if self.persistent:
+            from tawa_xdsl.transforms.persistent import persistent_launch
+
+            return persistent_launch(dims, sms)
+        return (dims[0], dims[1], dims[2]), []
+
+    def launch_args(self, args: Sequence[Any]) -> list[Any]:
+        """One runtime value per `.param`, from the kernel's arguments in signature order."""
+        from tawa_xdsl import runtime as rt
+
+        values: list[Any] = []
+        for p in self.params:
+            arg = args[p.arg]
+            if p.field == "value":
+                values.append(arg)
+                continue
+            view = rt.describe(arg, p.name)
+            if p.field == "tensormap":
+                info = self.tensor_maps[p.arg]
+                values.append(
+                    rt.tensor_map(arg, info.box, swizzle=info.swizzle or None, name=p.name)
+                )
+            elif p.field == "ptr":
+                values.append(view.pointer)
+            elif p.field.startswith("dim"):
+                values.append(int(view.shape[int(p.field[3:])]))
+            else:
+                values.append(int(view.strides[int(p.field[6:])]))
+        return values
+
+    def launch(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> None:
+        """Launch on the current GPU. Descriptor arguments are device tensors, or
+        `TensorDescriptor`s over numpy arrays (copied to the GPU and back)."""
+        from tawa_xdsl import runtime as rt
+
+        device = rt.require_gpu()
+        launch_grid, extra = self.grid(grid, device_sms(device))
+        staged, host = [], []
+        for a in args:
+            base = getattr(a, "base", None)
+            if base is not None and hasattr(a, "block_shape") and hasattr(base, "ctypes"):
+                dev = rt.to_device(base)
+                staged.append(dev)
+                host.append((base, dev))
+            else:
+                staged.append(a)
+        kernel = rt.load_kernel(self.ptx, self.name)
+        rt.launch(
+            kernel,
+            launch_grid,
+            self.threads,
+            *self.launch_args([*staged, *extra]),
+            shared_bytes=self.smem_bytes,
+            stream=stream,
+        )
+        for base, dev in host:
+            rt.to_host(dev, out=base)
+
+
+def device_sms(device: Any) -> int:
+    """The SM count of `device` (132 when it cannot be asked)."""
+    for name in ("multiprocessors", "sm_count", "num_sms"):
+        value = getattr(device, name, None)
+        if value is not None:
+            return int(value() if callable(value) else value)
+    return 132
+
+
+def tensor_map_info(kernel: func.FuncOp) -> dict[int, TensorMapInfo]:
+    """Box and swizzle of every descriptor argument (128B when its TMA slots are swizzled)."""
+    swizzle: dict[int, int] = {}
+    for op in kernel.walk():
+        if isinstance(op, nvgpu.TmaLoadOp | nvgpu.TmaStoreOp):
+            buf = op.buf.type
+            assert isinstance(buf, nvgpu.SmemType)
+            index = kernel.body.block.args.index(op.desc)  # type: ignore[arg-type]
+            swizzle[index] = buf.swizzle_bytes
+    infos = {}
+    for arg in kernel.body.block.args:
+        if isinstance(arg.type, DescType):
+            infos[arg.index] = TensorMapInfo(
+                arg.index, arg.type.get_block_shape(), swizzle.get(arg.index, 0)
+            )
+    return infos
+
+
+def _run(passes: Sequence[Any], module: ModuleOp) -> ModuleOp:
+    from tawa_xdsl.dialects import make_context
+
+    ctx = make_context()
+    for p in passes:
+        p.apply(ctx, module)
+    module.verify()
+    return module
+
+
+def compile_to_ptx(
+    module: ModuleOp,
+    options: CompileOptions | None = None,
+    on_stage: Callable[[str, str], None] | None = None,
+) -> CompiledKernel:
+    """Compile a tile-level module holding one kernel; the input module is not modified."""
+    from tawa_xdsl.transforms.lower_aref import LowerArefPass
+    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+    from tawa_xdsl.transforms.warp_specialize import warp_specialize
+
+    opts = options or CompileOptions()
+    ir: dict[str, str] = {"tile": str(module)}
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(kernels) != 1:
+        raise ValueError(f"compile_to_ptx needs a module with one kernel, got {len(kernels)}")
+    arg_count = len(kernels[0].body.block.args)
+    ws = warp_specialize(
+        module,
+        stages=opts.stages,
+        mma_depth=opts.mma_depth,
+        consumers=opts.consumers,
+        persistent=opts.persistent,
+    )
+    ir["aref"] = str(ws)
+    _run([LowerArefPass()], ws)
+    ir["mbarrier"] = str(ws)
+    _run([LowerToNvgpuPass()], ws)
+    ir["nvgpu"] = str(ws)
+    ptx = emit_ptx(ws)
+    ir["ptx"] = ptx
+    if on_stage is not None:
+        for stage, text in ir.items():
+            on_stage(stage, text)
+    kernel = next(op for op in ws.ops if isinstance(op, func.FuncOp))
+    threads = kernel.attributes[THREADS_ATTR]
+    return CompiledKernel(
+        ptx=ptx,
+        name=kernel.sym_name.data,
+        params=kernel_params(kernel),
+        tensor_maps=tensor_map_info(kernel),
+        smem_bytes=SmemPlan.of(kernel).bytes,
+        threads=threads.value.data,  # type: ignore[attr-defined]
+        persistent=opts.persistent,
+        arg_count=arg_count,
+        ir=ir,
+    )

@@ -1,0 +1,67 @@
+"""Assemble PTX with `ptxas -arch=sm_90a` and flag the warnings that mean a slow kernel.
+
+DESIGN §7: a PTX that ptxas rejects, or that makes it say it serialized wgmma
+(C7517 / C7519 / C7520) or ignored setmaxnreg (C7508), is a compiler bug.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+FORBIDDEN_WARNINGS = ("C7508", "C7517", "C7519", "C7520")
+_REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+@dataclass(frozen=True)
+class PtxasResult:
+    """What `ptxas -v` said about one module."""
+
+    returncode: int
+    log: str
+
+    @property
+    def ok(self) -> bool:
+        """Assembled, and none of the forbidden warnings."""
+        return self.returncode == 0 and not self.forbidden()
+
+    def forbidden(self) -> list[str]:
+        """The log lines carrying a forbidden warning code."""
+        return [
+            line for line in self.log.splitlines() if any(c in line for c in FORBIDDEN_WARNINGS)
+        ]
+
+    @property
+    def registers(self) -> int | None:
+        match = _REGISTERS.search(self.log)
+        return int(match.group(1)) if match else None
+
+
+def find_ptxas() -> str | None:
+    """The ptxas on PATH (or in /usr/local/cuda/bin), else None."""
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    candidate = Path("/usr/local/cuda/bin/ptxas")
+    return str(candidate) if candidate.exists() else None
+
+
+def assemble(ptx: str, arch: str = "sm_90a", ptxas: str | None = None) -> PtxasResult:
+    """Run `ptxas -arch=<arch> -v` on `ptx`; raise FileNotFoundError without ptxas."""
+    tool = ptxas or find_ptxas()
+    if tool is None:
+        raise FileNotFoundError("ptxas not found on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx, encoding="ascii")
+        proc = subprocess.run(
+            [tool, f"-arch={arch}", "-v", str(src), "-o", str(out)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    return PtxasResult(proc.returncode, proc.stdout + proc.stderr)
