@@ -1,0 +1,32 @@
+// persistent: the kernel loops over logical tiles; run before partition, the tile loop is a
+// `both` loop around the K loop and the ring counter is carried through both loops.
+// RUN: tawa-opt %examples/gemm.mlir -p persistent | filecheck %s
+// RUN: tawa-opt %examples/gemm.mlir -p 'persistent,partition,insert-aref{depth=2}' | filecheck %s --check-prefix=NEST
+// RUN: tawa-opt %examples/attention.mlir -p persistent | filecheck %s --check-prefix=ATTN
+
+// CHECK:      func.func @gemm(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<128x64xf16>, %c_desc: !tile.desc<128x128xf16>, %m: i32, %n: i32, %k: i32, %grid_x: i32, %grid_y: i32, %grid_z: i32) {
+// CHECK-NEXT:   %pid = tile.program_id 0 : i32
+// CHECK-NEXT:   %num_programs = tile.num_programs 0 : i32
+// CHECK-NEXT:   %0 = arith.muli %grid_x, %grid_y : i32
+// CHECK-NEXT:   %num_tiles = arith.muli %0, %grid_z : i32
+// CHECK-NEXT:   scf.for %tile_id = %pid to %num_tiles step %num_programs : i32 {
+// CHECK-NEXT:     %pid_x = arith.remsi %tile_id, %grid_x : i32
+// CHECK-NEXT:     %1 = arith.divsi %tile_id, %grid_x : i32
+// CHECK-NEXT:     %pid_y = arith.remsi %1, %grid_y : i32
+// CHECK-NEXT:     %pid_z = arith.divsi %1, %grid_y : i32
+// CHECK-NOT:      tile.program_id
+// CHECK:          %group_id = arith.divsi %pid_x, %tiles_per_group : i32
+// CHECK:          tile.store %c_desc[%off_m, %off_n], %c_tile
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return
+
+// NEST:      %a_b_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<128x64xf16>, tensor<128x64xf16>], 2>
+// NEST:      %{{.*}} = scf.for %tile_id = %pid to %num_tiles step %num_programs iter_args(%[[T:[a-z0-9_]+]] = %use0) -> (i32) : i32 {
+// NEST:        %acc, %[[KEND:[a-z0-9_]+]] = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%acc_iter = %acc0, %[[I:[a-z0-9_]+]] = %[[T]])
+// NEST:          aref.put %a_b_ring[%[[I]]], %a, %b
+// NEST:        tile.store
+// NEST-NEXT:   scf.yield {aref.role = "both"} %[[KEND]] : i32
+
+// ATTN:      %pid_x = arith.remsi %tile_id, %grid_x : i32
+// ATTN:      %off_m = arith.muli %pid_x, %block_m : i32
+// ATTN:      %q3 = tile.load %q_desc[%pid_y, %off_m, %c0]
