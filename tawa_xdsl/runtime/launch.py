@@ -1,13 +1,16 @@
 """Launching a kernel: cuLaunchKernelEx with grid, block, dynamic smem and cluster dims.
 
 Arguments are packed from the kernel's PTX signature: a `TensorMap` fills a `.b8 [128]`
-parameter (by value), a device array (ours, torch, `__cuda_array_interface__`) or an int fills
-a 64-bit pointer, ints and floats fill scalars. `cuLaunchKernelEx` receives an array of host
-pointers, one per parameter, each pointing at that parameter's bytes.
+parameter by value (the map's own aligned buffer is passed), a device array (ours, torch,
+`__cuda_array_interface__`) or an int fills a 64-bit pointer, ints and floats fill scalars.
+`cuLaunchKernelEx` receives an array of host pointers, one per parameter, each pointing at that
+parameter's bytes; the driver copies them during the call.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +19,7 @@ import numpy as np
 
 from tawa_xdsl.runtime.driver import call, cuda_driver
 from tawa_xdsl.runtime.errors import LaunchError
-from tawa_xdsl.runtime.memory import describe
+from tawa_xdsl.runtime.memory import device_pointer
 from tawa_xdsl.runtime.module import Kernel, Param
 from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap
 
@@ -63,13 +66,13 @@ class LaunchConfig:
 
     def check(self, kernel: Kernel) -> None:
         """Reject a block, cluster or grid shape the kernel or the hardware cannot run."""
-        threads = int(np.prod(self.block))
+        threads = self.block[0] * self.block[1] * self.block[2]
         if threads > kernel.max_threads:
             raise LaunchError(
                 f"kernel {kernel.name}: block {self.block} has {threads} threads; the kernel "
                 f"allows at most {kernel.max_threads}"
             )
-        if int(np.prod(self.cluster)) > MAX_CLUSTER_SIZE:
+        if self.cluster[0] * self.cluster[1] * self.cluster[2] > MAX_CLUSTER_SIZE:
             raise LaunchError(f"cluster {self.cluster} exceeds {MAX_CLUSTER_SIZE} CTAs")
         for axis, (g, c) in enumerate(zip(self.grid, self.cluster, strict=True)):
             if g % c:
@@ -79,43 +82,68 @@ class LaunchConfig:
                 )
 
 
-def pack_argument(param: Param, value: Any, kernel: str) -> np.ndarray:
-    """The bytes of one parameter, in a host buffer that lives until the launch returns."""
-    where = f"kernel {kernel}: parameter {param.name} ({param})"
+ParamStorage = ctypes._SimpleCData | ctypes.Array[ctypes.c_char] | TensorMap
+
+INTEGER_TYPES: dict[tuple[str, int], type[ctypes._SimpleCData]] = {
+    ("u", 8): ctypes.c_uint8,
+    ("u", 16): ctypes.c_uint16,
+    ("u", 32): ctypes.c_uint32,
+    ("u", 64): ctypes.c_uint64,
+    ("s", 8): ctypes.c_int8,
+    ("s", 16): ctypes.c_int16,
+    ("s", 32): ctypes.c_int32,
+    ("s", 64): ctypes.c_int64,
+}
+FLOAT_TYPES: dict[int, type[ctypes._SimpleCData]] = {32: ctypes.c_float, 64: ctypes.c_double}
+
+
+def bad_argument(param: Param, kernel: str, message: str) -> LaunchError:
+    return LaunchError(f"kernel {kernel}: parameter {param.name} ({param}): {message}")
+
+
+def pack_argument(param: Param, value: Any, kernel: str) -> ParamStorage:
+    """Host storage holding one parameter's bytes; it must live until the launch returns."""
     if param.is_array:
         if isinstance(value, TensorMap):
             if param.nbytes != TENSOR_MAP_BYTES:
-                raise LaunchError(f"{where}: a tensor map is {TENSOR_MAP_BYTES} bytes")
-            return value.buffer
-        data = np.frombuffer(bytes(value), dtype=np.uint8) if isinstance(value, bytes) else None
-        if data is None or data.nbytes != param.nbytes:
-            raise LaunchError(f"{where}: expected {param.nbytes} bytes, got {type(value).__name__}")
-        return data
-    if isinstance(value, TensorMap):
-        raise LaunchError(f"{where}: a tensor map needs a `.b8 [128]` parameter")
+                raise bad_argument(param, kernel, f"a tensor map is {TENSOR_MAP_BYTES} bytes")
+            return value
+        if not isinstance(value, bytes | bytearray) or len(value) != param.nbytes:
+            got = type(value).__name__
+            raise bad_argument(param, kernel, f"expected {param.nbytes} bytes, got {got}")
+        return (ctypes.c_char * param.nbytes).from_buffer_copy(value)
     if param.kind == "f":
-        if not isinstance(value, int | float | np.floating | np.integer):
-            raise LaunchError(f"{where}: expected a float, got {type(value).__name__}")
-        return np.array([value], dtype=f"float{param.bits}")
-    if isinstance(value, bool | int | np.integer):
-        return scalar_bytes(param, int(value), where)
+        if isinstance(value, TensorMap) or not isinstance(value, int | float | np.number):
+            raise bad_argument(param, kernel, f"expected a float, got {type(value).__name__}")
+        if param.bits in FLOAT_TYPES:
+            return FLOAT_TYPES[param.bits](float(value))
+        return (ctypes.c_char * 2).from_buffer_copy(np.float16(value).tobytes())
+    if isinstance(value, int | np.integer):
+        return integer_storage(param, int(value), kernel)
+    if isinstance(value, TensorMap):
+        raise bad_argument(param, kernel, "a tensor map needs a `.b8 [128]` parameter")
     if param.bits == 64:
-        return np.array([describe(value, where).pointer], dtype=np.uint64)
-    raise LaunchError(f"{where}: expected an int, got {type(value).__name__}")
+        return ctypes.c_uint64(device_pointer(value, f"kernel {kernel}: parameter {param.name}"))
+    raise bad_argument(param, kernel, f"expected an int, got {type(value).__name__}")
 
 
-def scalar_bytes(param: Param, value: int, where: str) -> np.ndarray:
-    """An integer parameter, range-checked for its width and signedness."""
+def integer_storage(param: Param, value: int, kernel: str) -> ctypes._SimpleCData:
+    """An integer parameter, range-checked for its width and signedness (`.b` takes either)."""
     half = 1 << (param.bits - 1)
     low = 0 if param.kind == "u" else -half
     high = half - 1 if param.kind == "s" else (1 << param.bits) - 1
     if not low <= value <= high:
-        raise LaunchError(f"{where}: {value} does not fit in {param.bits} bits")
-    return np.array([value & ((1 << param.bits) - 1)], dtype=f"uint{param.bits}")
+        raise bad_argument(param, kernel, f"{value} does not fit in {param.bits} bits")
+    kind = "s" if param.kind == "s" else "u"
+    return INTEGER_TYPES[kind, param.bits](value & ((1 << param.bits) - 1))
 
 
-def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[np.ndarray]:
-    """One host buffer per parameter; LaunchError naming the signature on a count mismatch."""
+def storage_address(storage: ParamStorage) -> int:
+    return storage.address if isinstance(storage, TensorMap) else ctypes.addressof(storage)
+
+
+def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
+    """One host storage per parameter; LaunchError naming the signature on a count mismatch."""
     if kernel.params is None:
         raise LaunchError(
             f"kernel {kernel.name}: parameter list unknown (load it from PTX, or "
@@ -129,8 +157,12 @@ def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[np.ndarray]:
     return [pack_argument(p, a, kernel.name) for p, a in zip(kernel.params, args, strict=True)]
 
 
+@functools.lru_cache(maxsize=256)
 def launch_config(config: LaunchConfig) -> Any:
-    """The CUlaunchConfig struct, with a cluster attribute when the cluster is not 1x1x1."""
+    """The CUlaunchConfig struct, with a cluster attribute when the cluster is not 1x1x1.
+
+    Cached per config: the driver reads it during the call and does not keep it.
+    """
     cu = cuda_driver()
     native = cu.CUlaunchConfig()
     native.gridDimX, native.gridDimY, native.gridDimZ = config.grid
@@ -168,6 +200,7 @@ def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
     kernel.module.device.make_current()
     config.check(kernel)
     kernel.reserve_shared_memory(config.shared_bytes)
-    buffers = pack_arguments(kernel, args)
-    pointers = np.array([b.ctypes.data for b in buffers], dtype=np.uint64)
-    call("cuLaunchKernelEx", launch_config(config), kernel.handle, pointers.ctypes.data, 0)
+    storage = pack_arguments(kernel, args)
+    pointers = (ctypes.c_void_p * len(storage))(*map(storage_address, storage))
+    native = launch_config(config)
+    call("cuLaunchKernelEx", native, kernel.handle, ctypes.addressof(pointers), 0)

@@ -133,6 +133,18 @@ def describe(obj: Any, what: str = "argument") -> ArrayView:
     raise LaunchError(f"{what}: {type(obj).__name__} is not a device array")
 
 
+def device_pointer(obj: Any, what: str = "argument") -> int:
+    """Just the device address of `obj` (the launch fast path); errors as `describe`."""
+    if isinstance(obj, DeviceArray):
+        return obj.view.pointer
+    if is_torch_tensor(obj) and obj.is_cuda:
+        return int(obj.data_ptr())
+    interface = getattr(obj, "__cuda_array_interface__", None)
+    if interface is not None:
+        return int(interface["data"][0])
+    return describe(obj, what).pointer
+
+
 def view_from_interface(interface: dict[str, Any], owner: Any, what: str) -> ArrayView:
     """An ArrayView from a `__cuda_array_interface__` dict (byte strides, None = row-major)."""
     dtype = dtype_name(interface["typestr"])

@@ -7,6 +7,7 @@ and reject a wrong count or type by name.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -107,8 +108,9 @@ class Kernel:
         attr = getattr(cuda_driver().CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
         return int(call("cuFuncGetAttribute", attr, self.handle))
 
-    @property
+    @functools.cached_property
     def max_threads(self) -> int:
+        """The most threads a block may have (`.maxntid`, registers), read once."""
         return self.attribute("MAX_THREADS_PER_BLOCK")
 
     @property

@@ -240,11 +240,10 @@ class TensorMap:
     spec: TensorMapSpec
     buffer: np.ndarray
     source: Any = field(default=None, repr=False)
+    address: int = field(init=False)
 
-    @property
-    def address(self) -> int:
-        """Host address of the 128 descriptor bytes."""
-        return int(self.buffer.ctypes.data)
+    def __post_init__(self) -> None:
+        self.address = int(self.buffer.ctypes.data)  # host address of the 128 descriptor bytes
 
     def to_bytes(self) -> bytes:
         return self.buffer.tobytes()

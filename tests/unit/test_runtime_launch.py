@@ -82,9 +82,9 @@ def test_pack_ws_gemm_arguments() -> None:
     tm = fake_tensor_map()
     c = CudaArray(0xABC000, (256, 256), "<f4")
     buffers = pack_arguments(fake_kernel(), [tm, tm, c, 4096, 8192])
-    assert buffers[0].ctypes.data == tm.address  # the map's bytes are passed in place
-    assert buffers[2].tobytes() == (0xABC000).to_bytes(8, "little")
-    assert buffers[3].tobytes() == (4096).to_bytes(4, "little")
+    assert buffers[0] is tm  # the map's own aligned bytes are passed
+    assert bytes(buffers[2]) == (0xABC000).to_bytes(8, "little")
+    assert bytes(buffers[3]) == (4096).to_bytes(4, "little")
 
 
 @pytest.mark.parametrize(
@@ -108,9 +108,9 @@ def test_pack_rejects_bad_arguments(args: list[object], message: str) -> None:
 def test_pack_float_and_signed_scalars() -> None:
     kernel = fake_kernel(name="scale")
     alpha, n, out = pack_arguments(kernel, [0.5, -3, 0x1000])
-    assert alpha.dtype == np.float32 and alpha[0] == 0.5
-    assert n.tobytes() == (-3 % 2**32).to_bytes(4, "little")
-    assert out.tobytes() == (0x1000).to_bytes(8, "little")
+    assert bytes(alpha) == np.float32(0.5).tobytes()
+    assert bytes(n) == (-3 % 2**32).to_bytes(4, "little")
+    assert bytes(out) == (0x1000).to_bytes(8, "little")
     with pytest.raises(LaunchError, match="does not fit in 32 bits"):
         pack_argument(kernel.params[1], 2**31, "scale")  # type: ignore[index] - params parsed
 
