@@ -117,6 +117,25 @@ def test_reference_gemm_from_numpy(kernel: rt.Kernel) -> None:
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-5
 
 
+def test_single_tile_gemm_below_48k_smem(device: rt.Device) -> None:
+    """tile_gemm_64x64x64.ptx: one warpgroup, 17 KiB of smem (no limit raise), numpy in/out."""
+    path = find_reference_ptx("tile_gemm_64x64x64")
+    if path is None:
+        pytest.skip("reference tile_gemm_64x64x64.ptx not found")
+    kernel = rt.load_kernel(path.read_text(), "tile_gemm_64x64x64")
+    rng = np.random.default_rng(2)
+    a = rt.to_device(rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16))
+    bt = rt.to_device(rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16))
+    c = rt.to_device(np.full((64, 64), np.nan, np.float32))
+    tm_a = rt.tensor_map(a, box=(64, 64), swizzle="128B", name="A")
+    tm_b = rt.tensor_map(bt, box=(64, 64), swizzle="128B", name="Bt")
+    rt.launch(kernel, 1, 128, tm_a, tm_b, c, shared_bytes=1024 + 2 * 8192 + 8)
+    out = rt.to_host(c)
+    ref = rt.to_host(a).astype(np.float64) @ rt.to_host(bt).astype(np.float64).T
+    assert kernel.shared_limit == 48 * 1024  # not raised
+    assert np.abs(out - ref).max() < 1e-3
+
+
 def test_cluster_launch(kernel: rt.Kernel, torch) -> None:
     a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     bt = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)

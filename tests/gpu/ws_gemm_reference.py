@@ -22,14 +22,14 @@ SHARED_BYTES = 4 * 32768 + 64 + 1024
 REPO = Path(__file__).resolve().parents[2]
 
 
-def find_reference_ptx() -> Path | None:
+def find_reference_ptx(entry: str = ENTRY) -> Path | None:
     """`$TAWA_REFERENCE_PTX_DIR`, the repo's carry/ptx (device runs), or ../shared beside it."""
     candidates = [REPO / "carry" / "ptx", REPO.parent / "shared" / "reference" / "ptx"]
     if "TAWA_REFERENCE_PTX_DIR" in os.environ:
         candidates.insert(0, Path(os.environ["TAWA_REFERENCE_PTX_DIR"]))
     for folder in candidates:
-        if (folder / f"{ENTRY}.ptx").exists():
-            return folder / f"{ENTRY}.ptx"
+        if (folder / f"{entry}.ptx").exists():
+            return folder / f"{entry}.ptx"
     return None
 
 
