@@ -124,10 +124,7 @@ def make_value(spec: ArgSpec, param_type: Attribute, rng: np.random.Generator) -
     if spec.kind == "scalar":
         return _scalar(spec.text)
     if spec.kind == "npy":
-        try:
-            return np.load(spec.text, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise SpecError(f"cannot load {spec.text!r}: {error}") from None
+        return _load_npy(spec.text, param_type)
     if spec.dtype is not None:
         dtype = numpy_dtype(DTYPES[spec.dtype])
     elif isinstance(param_type, DescType):
@@ -135,6 +132,20 @@ def make_value(spec: ArgSpec, param_type: Attribute, rng: np.random.Generator) -
     else:
         raise SpecError(f"give a dtype: the parameter is {param_type}, not a descriptor")
     return _array(spec.kind, spec.shape, dtype, rng)
+
+
+def _load_npy(path: str, param_type: Attribute) -> np.ndarray:
+    """An array from a .npy file. bf16 and fp8 arrays come back from .npy as raw bytes
+    (void); for a descriptor of such a type they are viewed as that type again."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise SpecError(f"cannot load {path!r}: {error}") from None
+    if array.dtype.kind == "V" and isinstance(param_type, DescType):
+        dtype = numpy_dtype(param_type.element_type)
+        if dtype.itemsize == array.dtype.itemsize:
+            return array.view(dtype)
+    return array
 
 
 def _scalar(text: str) -> int | float:
@@ -179,7 +190,9 @@ def summary(name: str, array: np.ndarray) -> str:
 
 def save(path: str, outputs: dict[str, np.ndarray]) -> None:
     """Write the outputs to an .npz; bf16 and fp8 (not numpy types) are stored as float32."""
-    plain = {name: a if a.dtype.isbuiltin else a.astype(np.float32) for name, a in outputs.items()}
+    plain = {
+        name: a if a.dtype.isbuiltin == 1 else a.astype(np.float32) for name, a in outputs.items()
+    }
     np.savez(path, **plain)
 
 
