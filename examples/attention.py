@@ -124,5 +124,6 @@ def main(argv: list[str] | None = None) -> int:
           f"{'OK' if not bad else 'MISMATCH in ' + ', '.join(bad)}")  # fmt: skip
     return 1 if bad else 0
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

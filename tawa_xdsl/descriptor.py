@@ -44,7 +44,9 @@ class TensorDescriptor:
                 f"(the tensor is {tensor.ndim}-D, shape {tensor.shape})"
             )
         if not 1 <= len(block) <= 5 or any(d <= 0 for d in block):
-            raise ValueError(f"block_shape dims must be positive and 1 to 5 of them, got {list(block)}")
+            raise ValueError(
+                f"block_shape dims must be positive and 1 to 5 of them, got {list(block)}"
+            )
         strides = tuple(s // tensor.itemsize for s in tensor.strides)
         if strides[-1] != 1:
             raise ValueError("the last dim of a described tensor must be contiguous (stride 1)")

@@ -141,7 +141,9 @@ class JITFunction:
 
     # ------------------------------------------------------------------------- binding
 
-    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def bind(
+        self, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(every parameter by name, with defaults), (launch options)."""
         options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs}
         try:
@@ -219,9 +221,7 @@ def _grid_tuple(grid: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def jit(
-    fn: Callable[..., Any] | None = None, *, interpret: bool | None = None, **_: Any
-) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, interpret: bool | None = None, **_: Any) -> Any:
     """Decorate a kernel or a helper: `@jit`, or `@jit(interpret=True)`.
 
     Other Triton keyword arguments (`do_not_specialize`, `debug`, ...) are accepted and

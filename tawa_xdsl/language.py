@@ -83,9 +83,7 @@ _PUBLIC_NAMES = {
     "fp8e5": "float8e5",
 }
 
-DTYPES: dict[str, dtype] = {
-    name: globals()[public] for name, public in _PUBLIC_NAMES.items()
-}
+DTYPES: dict[str, dtype] = {name: globals()[public] for name, public in _PUBLIC_NAMES.items()}
 
 
 # ------------------------------------------------------------------------ compile-time values

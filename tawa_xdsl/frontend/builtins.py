@@ -130,7 +130,9 @@ def _method_via_builtin(name: str) -> Callable[..., Any]:
 def _load(b: IRBuilder, desc: Descriptor, args: list[Any], kwargs: Arguments) -> Any:
     def load(offsets: Any) -> None: ...
 
-    return semantic.load(b, desc, bind("desc.load", inspect.signature(load), args, kwargs)["offsets"])
+    return semantic.load(
+        b, desc, bind("desc.load", inspect.signature(load), args, kwargs)["offsets"]
+    )
 
 
 def _store(b: IRBuilder, desc: Descriptor, args: list[Any], kwargs: Arguments) -> Any:

@@ -76,8 +76,23 @@ _COMPARE = {
 # Python builtins a kernel may call on compile-time values.
 _PYTHON_BUILTINS = {
     name: getattr(builtins, name)
-    for name in ("range", "min", "max", "len", "abs", "int", "float", "bool", "tuple", "list",
-                 "isinstance", "print", "None", "True", "False")
+    for name in (
+        "range",
+        "min",
+        "max",
+        "len",
+        "abs",
+        "int",
+        "float",
+        "bool",
+        "tuple",
+        "list",
+        "isinstance",
+        "print",
+        "None",
+        "True",
+        "False",
+    )
     if hasattr(builtins, name)
 }
 
@@ -206,7 +221,10 @@ class CodeGenerator(ast.NodeVisitor):
 
     def error(self, node: ast.AST, message: str) -> CompilationError:
         return CompilationError(
-            self.source.filename, self.source.file_line(node), message, self.source.source_line(node)
+            self.source.filename,
+            self.source.file_line(node),
+            message,
+            self.source.source_line(node),
         )
 
     def visit(self, node: ast.AST) -> Any:
@@ -308,7 +326,10 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Assert(self, node: ast.Assert) -> None:
         condition = self.visit(node.test)
         if isinstance(condition, RUNTIME_VALUES):
-            raise self.error(node, "assert on run-time values is not supported; use tl.static_assert on constexprs")
+            raise self.error(
+                node,
+                "assert on run-time values is not supported; use tl.static_assert on constexprs",
+            )
         if not condition:
             message = self.visit(node.msg) if node.msg is not None else ""
             raise self.error(node, f"assertion failed: {message}".rstrip(": "))
@@ -338,14 +359,19 @@ class CodeGenerator(ast.NodeVisitor):
         kwargs = {k.arg: self.visit(k.value) for k in call.keywords if k.arg is not None}
         declaration = tl.static_range if kind == "static_range" else tl.range
         bound = tl_builtins.bind(
-            "range", inspect.signature(declaration.__wrapped__), args, kwargs  # type: ignore[attr-defined]
+            "range",
+            inspect.signature(declaration.__wrapped__),
+            args,
+            kwargs,  # type: ignore[attr-defined]
         )
         start, stop, step = bound["arg1"], bound["arg2"], bound["step"]
         if stop is None:
             start, stop = 0, start
         step = 1 if step is None else step
         if isinstance(step, int) and step <= 0:
-            raise self.error(node.iter, f"loop step must be a positive constant or a scalar, got {step}")
+            raise self.error(
+                node.iter, f"loop step must be a positive constant or a scalar, got {step}"
+            )
         if kind == "static_range":
             self.unroll(node, start, stop, step)
         else:
@@ -434,7 +460,9 @@ class CodeGenerator(ast.NodeVisitor):
             ]
             self.b.emit(scf.YieldOp(*(v.ssa for v in yields)))
         self.enclosing.pop()
-        loop = self.b.emit(scf.ForOp(*(v.ssa for v in bounds), [v.ssa for v in inits], Region(body)))
+        loop = self.b.emit(
+            scf.ForOp(*(v.ssa for v in bounds), [v.ssa for v in inits], Region(body))
+        )
         if isinstance(num_stages, int):
             loop.attributes["tl.num_stages"] = IntegerAttr(num_stages, i32)
         self.scope = outer_scope
@@ -479,7 +507,9 @@ class CodeGenerator(ast.NodeVisitor):
                 self.b.emit(scf.YieldOp(*(v.ssa for v in values)))
             result_values.append(values)
         types = [like.type for _, like in results]
-        op = self.b.emit(scf.IfOp(condition.ssa, types, Region(branches[0][0]), Region(branches[1][0])))
+        op = self.b.emit(
+            scf.IfOp(condition.ssa, types, Region(branches[0][0]), Region(branches[1][0]))
+        )
         self.scope = outer_scope
         for (name, _), result in zip(results, op.results, strict=True):
             result.name_hint = name
@@ -538,8 +568,12 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         value = self.visit(node.operand)
         if not isinstance(value, RUNTIME_VALUES):
-            python = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                      ast.Invert: operator.invert}[type(node.op)]
+            python = {
+                ast.USub: operator.neg,
+                ast.UAdd: operator.pos,
+                ast.Not: operator.not_,
+                ast.Invert: operator.invert,
+            }[type(node.op)]
             return self.compile_time(node, lambda: python(value))
         match node.op:
             case ast.USub():
@@ -567,7 +601,8 @@ class CodeGenerator(ast.NodeVisitor):
     @staticmethod
     def python_compare(ops: Sequence[ast.cmpop], operands: Sequence[Any]) -> bool:
         return all(
-            _COMPARE[type(op)][1](a, b) for op, a, b in zip(ops, operands, operands[1:], strict=False)
+            _COMPARE[type(op)][1](a, b)
+            for op, a, b in zip(ops, operands, operands[1:], strict=False)
         )
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
@@ -675,7 +710,9 @@ class CodeGenerator(ast.NodeVisitor):
             result = semantic.minimum_or_maximum(self.b, kind, result, arg)
         return result
 
-    def inline(self, node: ast.Call, helper: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def inline(
+        self, node: ast.Call, helper: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         """Compile a `@jit` helper's body in place, with its parameters bound to the arguments."""
         if self.depth >= MAX_INLINE_DEPTH:
             raise SemanticError(f"@jit calls nest deeper than {MAX_INLINE_DEPTH} (recursion?)")

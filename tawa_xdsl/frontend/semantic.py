@@ -334,9 +334,7 @@ def index(b: IRBuilder, value: object, items: Sequence[object]) -> Tile:
     tile_value = _require_tile(value, "the indexed value")
     kept = sum(1 for item in items if item is not None)
     if kept != len(tile_value.shape):
-        raise SemanticError(
-            f"index of {tile_value.describe()} needs one ':' per dim, got {kept}"
-        )
+        raise SemanticError(f"index of {tile_value.describe()} needs one ':' per dim, got {kept}")
     for position, item in enumerate(items):
         if item is None:
             tile_value = expand_dims(b, tile_value, position)
@@ -424,9 +422,7 @@ def dot(b: IRBuilder, lhs: object, rhs: object, acc: object, out_dtype: object) 
     a = _require_tile(lhs, "tl.dot first input")
     c = _require_tile(rhs, "tl.dot second input")
     if len(a.shape) != 2 or len(c.shape) != 2:
-        raise SemanticError(
-            f"tl.dot inputs must be 2-D tiles, got shapes {a.shape} and {c.shape}"
-        )
+        raise SemanticError(f"tl.dot inputs must be 2-D tiles, got shapes {a.shape} and {c.shape}")
     if a.shape[1] != c.shape[0]:
         raise SemanticError(
             f"First input shape ({a.shape}) and second input shape {c.shape} are not "
@@ -434,7 +430,9 @@ def dot(b: IRBuilder, lhs: object, rhs: object, acc: object, out_dtype: object) 
             f"equal to first index of second shape ({c.shape[0]})"
         )
     if a.dtype != c.dtype:
-        raise SemanticError(f"Both operands of tl.dot must have the same dtype, got {a.dtype} and {c.dtype}")
+        raise SemanticError(
+            f"Both operands of tl.dot must have the same dtype, got {a.dtype} and {c.dtype}"
+        )
     if not (a.dtype in (tl.float16, tl.bfloat16) or a.dtype.is_fp8):
         raise SemanticError(
             f"tl.dot inputs must be float16, bfloat16 or fp8, got {a.dtype} (convert with .to())"
@@ -483,7 +481,9 @@ def int32_scalar(b: IRBuilder, value: object, what: str) -> Scalar:
 
 def _offsets(b: IRBuilder, desc: Descriptor, offsets: object, method: str) -> list[SSAValue]:
     if not isinstance(offsets, tuple | list):
-        raise SemanticError(f"{method} offsets must be a list such as [o0, o1], got {_describe(offsets)}")
+        raise SemanticError(
+            f"{method} offsets must be a list such as [o0, o1], got {_describe(offsets)}"
+        )
     if len(offsets) != len(desc.block_shape):
         raise SemanticError(
             f"{method} needs {len(desc.block_shape)} offsets for a rank-"

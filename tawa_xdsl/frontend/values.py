@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float16Type,
     Float32Type,
-    IntegerType,
     TensorType,
     i1,
     i32,

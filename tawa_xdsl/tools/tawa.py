@@ -46,9 +46,8 @@ def load_kernel(path: str, name: str) -> Any:
     kernel = getattr(module, name, None)
     if kernel is None or not hasattr(kernel, "__tawa_jit_function__"):
         kernels = [k for k, v in vars(module).items() if hasattr(v, "__tawa_jit_function__")]
-        raise UsageError(
-            f"{path}: error: no @jit function named '{name}' (found: {', '.join(kernels) or 'none'})"
-        )
+        found = ", ".join(kernels) or "none"
+        raise UsageError(f"{path}: error: no @jit function named '{name}' (found: {found})")
     return kernel
 
 
@@ -83,7 +82,9 @@ def parse_signature(text: str, params: list[str]) -> dict[str, Any]:
                 raise UsageError(f"--signature has more entries than run-time parameters {params}")
             name = params[position]
         if name not in params:
-            raise UsageError(f"--signature: '{name}' is not a run-time parameter of the kernel {params}")
+            raise UsageError(
+                f"--signature: '{name}' is not a run-time parameter of the kernel {params}"
+            )
         try:
             types[name] = parse_arg_type(type_text)
         except SemanticError as error:
@@ -104,9 +105,7 @@ def run_compile(args: argparse.Namespace) -> int:
         )
     compiled = kernel.compile(**types, **constexprs)
     if args.stage not in compiled.ir:
-        raise UsageError(
-            f"stage '{args.stage}' is not available; stages: {', '.join(compiled.ir)}"
-        )
+        raise UsageError(f"stage '{args.stage}' is not available; stages: {', '.join(compiled.ir)}")
     print(compiled.ir[args.stage])
     return 0
 

@@ -213,12 +213,12 @@ def loop_kernel(out_desc, n, STEP: tl.constexpr, USE_TL_RANGE: tl.constexpr):
         for i in tl.range(0, n, STEP, num_stages=3):
             total += i
             acc = acc + i
-            unused = 1.0
+            unused = 1.0  # noqa: F841
     else:
         for i in range(n):
             total = total + i
             acc += i
-            unused = 1.0
+            unused = 1.0  # noqa: F841
     out_desc.store([0, 0], acc + total)
 
 
@@ -237,7 +237,7 @@ def test_for_loops_carry_reassigned_names(use_tl_range: bool) -> None:
     )
     assert re.search(carried, ir), ir
     assert ir.count("scf.yield") == 1
-    assert ('{tl.num_stages = 3 : i32}' in ir) == use_tl_range
+    assert ("{tl.num_stages = 3 : i32}" in ir) == use_tl_range
 
 
 @tawa_xdsl.jit
@@ -263,7 +263,7 @@ def if_kernel(out_desc, n, threshold):
     scale = 2.0
     if n > threshold:
         value = n * 3.0
-        only_then = 7
+        only_then = 7  # noqa: F841 -- defined on one path only: not a result
     else:
         value = value - n
     if n == 0:

@@ -119,7 +119,7 @@ def while_loop(out_desc, n):
 
 @tawa_xdsl.jit
 def lambda_kernel(out_desc):
-    f = lambda v: v + 1  # noqa: E731  # ERROR: lambda
+    f = lambda v: v + 1  # noqa: E731, F841  # ERROR: lambda
 
 
 @tawa_xdsl.jit
@@ -146,7 +146,7 @@ def test_unsupported_python_constructs(kernel, tag: str, message: str) -> None:
 @tawa_xdsl.jit
 def type_changing_loop(out_desc, n):
     acc = tl.zeros([16], tl.float32)
-    for i in range(n):  # ERROR: carried
+    for _ in range(n):  # ERROR: carried
         acc = acc.to(tl.float16)
     out_desc.store([0], acc.to(tl.float32))
 
@@ -213,6 +213,4 @@ def test_launch_argument_errors_are_clear() -> None:
     with pytest.raises(TypeError, match="wrap them with tawa_xdsl.TensorDescriptor.from_tensor"):
         bad_dot.compile(np.zeros((4, 4), np.float16), None, None)
     with pytest.raises(TypeError, match="missing a required argument: 'BLOCK'"):
-        failing_static_assert.compile(
-            TensorDescriptor.from_tensor(np.zeros(16, np.float32), [16])
-        )
+        failing_static_assert.compile(TensorDescriptor.from_tensor(np.zeros(16, np.float32), [16]))
