@@ -20,7 +20,8 @@ Modules:
   `load_kernel`; `Kernel` knows its PTX parameter list.
 * `tensormap` -- `TensorMapSpec` (validation, numpy order), `encode_tiled`, `tensor_map`.
 * `memory` -- `DeviceArray`, `empty`, `to_device`, `to_host`, `copy_into`, `describe`.
-* `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB smem).
+* `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
+  smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch).
 * `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes.
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
@@ -38,7 +39,13 @@ from tawa_xdsl.runtime.errors import (
     TensorMapError,
     UnsupportedGPUError,
 )
-from tawa_xdsl.runtime.launch import LaunchConfig, launch, launch_with
+from tawa_xdsl.runtime.launch import (
+    LaunchConfig,
+    PreparedLaunch,
+    launch,
+    launch_with,
+    prepare_launch,
+)
 from tawa_xdsl.runtime.memory import DeviceArray, copy_into, describe, empty, to_device, to_host
 from tawa_xdsl.runtime.module import Kernel, Module, load_cubin, load_kernel, load_ptx
 from tawa_xdsl.runtime.tensormap import (
@@ -67,6 +74,7 @@ __all__ = [
     "LaunchError",
     "Module",
     "NoGPUError",
+    "PreparedLaunch",
     "PTXLoadError",
     "Swizzle",
     "TensorMap",
@@ -86,6 +94,7 @@ __all__ = [
     "load_cubin",
     "load_kernel",
     "load_ptx",
+    "prepare_launch",
     "require_gpu",
     "synchronize",
     "tensor_map",

@@ -142,7 +142,7 @@ def storage_address(storage: ParamStorage) -> int:
     return storage.address if isinstance(storage, TensorMap) else ctypes.addressof(storage)
 
 
-def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
+def pack_parameters(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
     """One host storage per parameter; LaunchError naming the signature on a count mismatch."""
     if kernel.params is None:
         raise LaunchError(
@@ -155,6 +155,14 @@ def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
             f"kernel {kernel.name} takes {len(kernel.params)} arguments ({names}); got {len(args)}"
         )
     return [pack_argument(p, a, kernel.name) for p, a in zip(kernel.params, args, strict=True)]
+
+
+def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[np.ndarray]:
+    """`pack_parameters` as numpy uint8 views (`.ctypes.data` is each parameter's address)."""
+    return [
+        s.buffer if isinstance(s, TensorMap) else np.frombuffer(s, dtype=np.uint8)
+        for s in pack_parameters(kernel, args)
+    ]
 
 
 @functools.lru_cache(maxsize=256)
@@ -200,7 +208,31 @@ def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
     kernel.module.device.make_current()
     config.check(kernel)
     kernel.reserve_shared_memory(config.shared_bytes)
-    storage = pack_arguments(kernel, args)
-    pointers = (ctypes.c_void_p * len(storage))(*map(storage_address, storage))
-    native = launch_config(config)
-    call("cuLaunchKernelEx", native, kernel.handle, ctypes.addressof(pointers), 0)
+    prepare_launch(kernel, config, *args)()
+
+
+class PreparedLaunch:
+    """A launch with its checks done and parameters packed once: call it to launch again.
+
+    For timing loops and graphs: a call is one cuLaunchKernelEx. The arguments are captured
+    as they were when prepared (a tensor map keeps describing the same memory).
+    """
+
+    def __init__(self, kernel: Kernel, config: LaunchConfig, args: Sequence[Any]):
+        kernel.module.device.make_current()
+        config.check(kernel)
+        kernel.reserve_shared_memory(config.shared_bytes)
+        self.kernel, self.config, self.args = kernel, config, tuple(args)
+        self.storage = pack_parameters(kernel, self.args)
+        self.pointers = (ctypes.c_void_p * len(self.storage))(*map(storage_address, self.storage))
+        self.native = launch_config(config)
+
+    def __call__(self) -> None:
+        call(
+            "cuLaunchKernelEx", self.native, self.kernel.handle, ctypes.addressof(self.pointers), 0
+        )
+
+
+def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
+    """Check and pack once; the returned object launches on each call."""
+    return PreparedLaunch(kernel, config, args)

@@ -94,7 +94,8 @@ def time_gemm(kernel: rt.Kernel, m: int, n: int, k: int) -> tuple[float, float, 
     a, bt, c = gemm_operands(m, n, k)
     gemm = WsGemm(kernel, a, bt, c)
     flops = 2.0 * m * n * k
-    ours = [median_ms(gemm.run) for _ in range(2)]
+    run = gemm.prepared()
+    ours = [median_ms(run) for _ in range(2)]
     cublas = median_ms(lambda: torch.matmul(a, bt.T))
     rt.synchronize()
     err = ((c - a.float() @ bt.float().T).norm() / (a.float() @ bt.float().T).norm()).item()
@@ -102,14 +103,13 @@ def time_gemm(kernel: rt.Kernel, m: int, n: int, k: int) -> tuple[float, float, 
     return flops / ours[0] / 1e9, flops / ours[1] / 1e9, flops / cublas / 1e9, err
 
 
-def launch_overhead_us(kernel: rt.Kernel) -> tuple[float, float]:
-    """Host time of one `launch_with` (prepared config) and of one `launch` (everything)."""
+def launch_overhead_us(kernel: rt.Kernel) -> dict[str, float]:
+    """Host time of one launch: prepared, `launch_with` (prepared config), `launch` (all)."""
     a, bt, c = gemm_operands(128, 128, 64)
     gemm = WsGemm(kernel, a, bt, c)
-    results = []
-    for fn in (
-        gemm.run,
-        lambda: rt.launch(
+
+    def full() -> None:
+        rt.launch(
             kernel,
             (1, 1),
             384,
@@ -119,16 +119,22 @@ def launch_overhead_us(kernel: rt.Kernel) -> tuple[float, float]:
             64,
             128,
             shared_bytes=gemm.config.shared_bytes,
-        ),
+        )
+
+    results = {}
+    for name, fn in (
+        ("prepare_launch", gemm.prepared()),
+        ("launch_with", gemm.run),
+        ("launch", full),
     ):
         fn()
         rt.synchronize()
         start = time.perf_counter()
         for _ in range(200):
             fn()
-        results.append((time.perf_counter() - start) / 200 * 1e6)
+        results[name] = (time.perf_counter() - start) / 200 * 1e6
         rt.synchronize()
-    return results[0], results[1]
+    return results
 
 
 def main() -> int:
@@ -143,8 +149,8 @@ def main() -> int:
     )
     for shape in CHECK_SHAPES:
         print(check_gemm(kernel, *shape))
-    prepared, full = launch_overhead_us(kernel)
-    print(f"host launch overhead: launch_with {prepared:.1f} us, launch {full:.1f} us")
+    overheads = launch_overhead_us(kernel)
+    print("host time per launch: " + ", ".join(f"{k} {v:.1f} us" for k, v in overheads.items()))
     print()
     print("| M | N | K | ours TFLOP/s (run 1) | ours (run 2) | cuBLAS bf16 | ratio | relerr |")
     print("|---|---|---|---|---|---|---|---|")

@@ -136,6 +136,18 @@ def test_single_tile_gemm_below_48k_smem(device: rt.Device) -> None:
     assert np.abs(out - ref).max() < 1e-3
 
 
+def test_prepared_launch_repeats(kernel: rt.Kernel, torch) -> None:
+    a, bt = (torch.randn(256, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    c = torch.full((256, 256), float("nan"), device="cuda", dtype=torch.float32)
+    gemm = WsGemm(kernel, a, bt, c)
+    run = rt.prepare_launch(kernel, gemm.config, gemm.tm_a, gemm.tm_b, c, 128, 256)
+    for _ in range(3):
+        c.fill_(float("nan"))
+        run()
+        rt.synchronize()
+        assert relative_error(c, a.float() @ bt.float().T) < 1e-5
+
+
 def test_cluster_launch(kernel: rt.Kernel, torch) -> None:
     a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     bt = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)

@@ -53,7 +53,14 @@ class WsGemm:
         )
 
     def run(self) -> None:
+        """Launch through the full path (checks and packing on every call)."""
         rt.launch_with(self.kernel, self.config, self.tm_a, self.tm_b, self.c, self.k, self.n)
+
+    def prepared(self) -> rt.PreparedLaunch:
+        """A launcher that only calls cuLaunchKernelEx."""
+        return rt.prepare_launch(
+            self.kernel, self.config, self.tm_a, self.tm_b, self.c, self.k, self.n
+        )
 
 
 def load_reference_kernel() -> rt.Kernel:

@@ -9,7 +9,13 @@ import pytest
 
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype
 from tawa_xdsl.runtime.errors import DTypeMismatchError, LaunchError
-from tawa_xdsl.runtime.launch import LaunchConfig, dim3, pack_argument, pack_arguments
+from tawa_xdsl.runtime.launch import (
+    LaunchConfig,
+    dim3,
+    pack_argument,
+    pack_arguments,
+    pack_parameters,
+)
 from tawa_xdsl.runtime.memory import describe
 from tawa_xdsl.runtime.module import Kernel, Param, parse_entries, ptx_bytes
 from tawa_xdsl.runtime.tensormap import Swizzle, TensorMap, TensorMapSpec, aligned_descriptor_buffer
@@ -81,8 +87,10 @@ class CudaArray:
 def test_pack_ws_gemm_arguments() -> None:
     tm = fake_tensor_map()
     c = CudaArray(0xABC000, (256, 256), "<f4")
+    storage = pack_parameters(fake_kernel(), [tm, tm, c, 4096, 8192])
+    assert storage[0] is tm  # the map's own aligned bytes are passed
     buffers = pack_arguments(fake_kernel(), [tm, tm, c, 4096, 8192])
-    assert buffers[0] is tm  # the map's own aligned bytes are passed
+    assert buffers[0].ctypes.data == tm.address
     assert bytes(buffers[2]) == (0xABC000).to_bytes(8, "little")
     assert bytes(buffers[3]) == (4096).to_bytes(4, "little")
 
@@ -107,7 +115,7 @@ def test_pack_rejects_bad_arguments(args: list[object], message: str) -> None:
 
 def test_pack_float_and_signed_scalars() -> None:
     kernel = fake_kernel(name="scale")
-    alpha, n, out = pack_arguments(kernel, [0.5, -3, 0x1000])
+    alpha, n, out = pack_parameters(kernel, [0.5, -3, 0x1000])
     assert bytes(alpha) == np.float32(0.5).tobytes()
     assert bytes(n) == (-3 % 2**32).to_bytes(4, "little")
     assert bytes(out) == (0x1000).to_bytes(8, "little")
