@@ -447,6 +447,8 @@ def delay_releases(group: aref.GroupOp, depth: int) -> None:
         older = arith.SubiOp(index, lag.result)
         done = arith.SubiOp(index, start)
         ready = arith.CmpiOp(done.result, lag.result, "sge")
+        lag.result.name_hint, older.result.name_hint = "lag", "oldest"
+        done.result.name_hint, ready.result.name_hint = "held", "full"
         release = scf.IfOp(
             ready.result, [], [aref.ConsumedOp(consumed.ring, older.result), scf.YieldOp()]
         )
@@ -456,7 +458,9 @@ def delay_releases(group: aref.GroupOp, depth: int) -> None:
         one = arith.ConstantOp.from_int_and_width(1, i32)
         back = arith.SubiOp(end, lag_out.result)
         low = arith.MaxSIOp(back.result, start)
+        lag_out.result.name_hint, low.result.name_hint = "lag", "drain_from"
         drain_body = Block(arg_types=[i32])
+        drain_body.args[0].name_hint = "j"
         drain_body.add_ops([aref.ConsumedOp(consumed.ring, drain_body.args[0]), scf.YieldOp()])
         drain = scf.ForOp(low.result, end, one.result, [], Region(drain_body))
         Rewriter.insert_op([lag_out, one, back, low, drain], InsertPoint.after(loop))
