@@ -110,8 +110,9 @@ def test_warpgroup_index() -> None:
     assert op.result.type == i32
 
 
-def test_dialect_lists_every_op() -> None:
-    assert {op.name for op in aref.Aref.operations} == {
+def test_dialect_lists_the_foundation_ops() -> None:
+    # Later issues may add ops; these are the ones every warp-specialized kernel relies on.
+    assert {op.name for op in aref.Aref.operations} >= {
         "aref.create",
         "aref.put",
         "aref.get",

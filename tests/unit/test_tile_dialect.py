@@ -166,9 +166,10 @@ def test_enum_attributes() -> None:
     assert {str(p) for p in ComparePredicate} == {"eq", "ne", "lt", "le", "gt", "ge"}
 
 
-def test_dialect_lists_every_op() -> None:
+def test_dialect_lists_the_foundation_ops() -> None:
+    # Later issues may add ops; these are the ones every kernel relies on.
     names = {op.name for op in tile.Tile.operations}
-    assert names == {
+    assert names >= {
         "tile.program_id", "tile.num_programs", "tile.arange", "tile.splat",
         "tile.expand_dims", "tile.broadcast", "tile.reshape", "tile.trans", "tile.convert",
         "tile.cmp", "tile.where", "tile.dot", "tile.reduce", "tile.load", "tile.store",
