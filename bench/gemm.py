@@ -26,7 +26,9 @@ from tawa_xdsl.dialects import make_context  # noqa: E402
 
 GEMM = (Path(__file__).resolve().parents[1] / "examples" / "gemm.mlir").read_text()
 OPTIONS = {
+    "D4-P1-coop": CompileOptions(stages=4, mma_depth=1, consumers=2, persistent=False),
     "D4-P2-coop": CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=False),
+    "D6-P2-coop": CompileOptions(stages=6, mma_depth=2, consumers=2, persistent=False),
     "D4-P2-coop-persistent": CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True),
 }
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)

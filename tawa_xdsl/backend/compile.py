@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
@@ -105,26 +104,22 @@ class CompiledKernel:
     def prepare(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> Callable[[], None]:
         """A launcher with tensor maps and the parameter buffers built once (for timing);
         descriptor arguments must be device tensors here."""
+        import importlib
+
         from tawa_xdsl import runtime as rt
-        from tawa_xdsl.runtime.driver import call
-        from tawa_xdsl.runtime.launch import LaunchConfig, launch_config, pack_arguments
+
+        # the module (the package re-exports a function of the same name)
+        rt_launch = importlib.import_module("tawa_xdsl.runtime.launch")
 
         device = rt.require_gpu()
         launch_grid, extra = self.grid(grid, device_sms(device))
         kernel = rt.load_kernel(self.ptx, self.name)
-        config = LaunchConfig.make(launch_grid, self.threads, self.smem_bytes, 1, stream)
-        config.check(kernel)
-        kernel.reserve_shared_memory(self.smem_bytes)
+        config = rt_launch.LaunchConfig.make(launch_grid, self.threads, self.smem_bytes, 1, stream)
         values = self.launch_args([*args, *extra])
-        buffers = pack_arguments(kernel, values)
-        pointers = np.array([b.ctypes.data for b in buffers], dtype=np.uint64)
-        native = launch_config(config)
-
-        def run() -> None:
-            call("cuLaunchKernelEx", native, kernel.handle, pointers.ctypes.data, 0)
-
-        run.keepalive = (values, buffers, pointers)  # type: ignore[attr-defined]
-        return run
+        prepare = getattr(rt_launch, "prepare_launch", None)
+        if prepare is not None:
+            return prepare(kernel, config, *values)
+        return lambda: rt_launch.launch_with(kernel, config, *values)
 
     def launch(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> None:
         """Launch on the current GPU. Descriptor arguments are device tensors, or
