@@ -9,7 +9,6 @@ stores in the tile interpreter: both run the same numpy ops in the same order pe
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -25,14 +24,11 @@ from tawa_xdsl.dialects import make_context
 from tawa_xdsl.interp.aref import run_warp_specialized
 from tawa_xdsl.interp.scheduler import POLICIES, HypothesisPolicy
 from tawa_xdsl.interp.tile import run_kernel
-
-pytest.importorskip("tawa_xdsl.transforms.distribute")
+from tawa_xdsl.transforms.persistent import persistent_launch
+from tawa_xdsl.transforms.warp_specialize import warp_specialize
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 KERNELS = ("gemm", "attention", "attention_causal")
-
-# Until the `pipeline` pass lands, only the options of the passes before it are drawn.
-HAS_PIPELINE = importlib.util.find_spec("tawa_xdsl.transforms.pipeline") is not None
 
 SETTINGS = settings(
     max_examples=20,
@@ -44,49 +40,35 @@ SETTINGS = settings(
 
 @dataclass(frozen=True)
 class Options:
-    """One configuration of the warp-specialization pipeline."""
+    """One configuration of the warp-specialization pipeline (`warp_specialize`'s options)."""
 
     stages: int = 3
     mma_depth: int = 2
     consumers: int = 1
     persistent: bool = False
+    attention: bool = True
 
 
 options_strategy = st.builds(
     Options,
     stages=st.integers(1, 6),
-    mma_depth=st.integers(1, 3) if HAS_PIPELINE else st.just(1),
-    consumers=st.sampled_from([1, 2]) if HAS_PIPELINE else st.just(1),
+    mma_depth=st.integers(1, 3),
+    consumers=st.sampled_from([1, 2]),
     persistent=st.booleans(),
+    attention=st.booleans(),
 )
 
 
 @cache
 def tile_module(kernel: str) -> Any:
-    return parse_module(make_context(), (EXAMPLES / f"{kernel}.mlir").read_text(), f"{kernel}.mlir")
+    text = (EXAMPLES / f"{kernel}.mlir").read_text()
+    return parse_module(make_context(), text, f"{kernel}.mlir")
 
 
 @cache
 def ws_module(kernel: str, options: Options) -> Any:
     """The example after the warp-specialization pipeline (cached per option set)."""
-    if HAS_PIPELINE:
-        from tawa_xdsl.transforms.warp_specialize import warp_specialize
-
-        return warp_specialize(tile_module(kernel), **asdict(options))
-    return _first_passes(tile_module(kernel), options)
-
-
-def _first_passes(module: Any, options: Options) -> Any:
-    from tawa_xdsl.transforms.distribute import DistributePass
-    from tawa_xdsl.transforms.insert_aref import InsertArefPass
-    from tawa_xdsl.transforms.partition import PartitionPass
-    from tawa_xdsl.transforms.persistent import PersistentPass
-
-    module = module.clone()
-    passes = [PersistentPass()] if options.persistent else []
-    for p in [*passes, PartitionPass(), InsertArefPass(depth=options.stages), DistributePass()]:
-        p.apply(make_context(), module)
-    return module
+    return warp_specialize(tile_module(kernel), **asdict(options))
 
 
 def schedule_strategy(data: st.DataObject) -> Any:
@@ -105,8 +87,6 @@ def launch(
     """Run the warp-specialized kernel as the tile kernel would be launched with `grid`."""
     extra: list[Any] = []
     if options.persistent:
-        from tawa_xdsl.transforms.persistent import persistent_launch
-
         grid, extra = persistent_launch(grid, sms)
     run_warp_specialized(ws_module(kernel, options), grid, [*args, *extra], schedule=schedule)
 
@@ -143,16 +123,12 @@ def test_gemm(m: int, n: int, k: int, options: Options, sms: int, data: st.DataO
     check_gemm(m, n, k, options, schedule_strategy(data), sms)
 
 
-@pytest.mark.parametrize("persistent", [False, True])
-@pytest.mark.parametrize("consumers", [1, 2] if HAS_PIPELINE else [1])
-@pytest.mark.parametrize("k", [0, 1, 130])
-def test_gemm_edges(k: int, consumers: int, persistent: bool) -> None:
-    """K loops of 0, 1 and 3 tiles; D = 1 and P = 3 larger than some trip counts."""
-    options = Options(
-        stages=1, mma_depth=3 if HAS_PIPELINE else 1, consumers=consumers, persistent=persistent
-    )
-    for schedule in ("producer-first", "consumer-first"):
-        check_gemm(130, 257, k, options, schedule, sms=2)
+@pytest.mark.parametrize("k", [0, 1, 64])
+def test_gemm_short_k_loops(k: int) -> None:
+    """K loops of 0 and 1 tiles with D = 1 and P = 3 (larger than the trip count)."""
+    for consumers, persistent in [(1, False), (2, True)]:
+        options = Options(stages=1, mma_depth=3, consumers=consumers, persistent=persistent)
+        check_gemm(130, 257, k, options, "producer-first", sms=2)
 
 
 # -------------------------------------------------------------------------- attention
@@ -193,10 +169,35 @@ def test_attention(
 
 
 @pytest.mark.parametrize("kernel", ["attention", "attention_causal"])
-@pytest.mark.parametrize("persistent", [False, True])
-@pytest.mark.parametrize("seq", [1, 64, 130])
-def test_attention_edges(kernel: str, seq: int, persistent: bool) -> None:
-    """One key block, a block boundary, and a causal first tile whose loop is short."""
-    options = Options(stages=1, mma_depth=3 if HAS_PIPELINE else 1, persistent=persistent)
-    for schedule in ("producer-first", "consumer-first"):
-        check_attention(kernel, 1, seq, options, schedule, sms=2)
+@pytest.mark.parametrize("seq", [1, 64])
+def test_attention_short_key_loops(kernel: str, seq: int) -> None:
+    """One key block (the peeled first QK^T and nothing else), D = 1, P = 3."""
+    for consumers, persistent in [(1, False), (2, True)]:
+        options = Options(stages=1, mma_depth=3, consumers=consumers, persistent=persistent)
+        check_attention(kernel, 1, seq, options, "consumer-first", sms=2)
+
+
+# ----------------------------------------------------------------- every combination
+
+COMBINATIONS = [
+    (kernel, mma_depth, consumers, persistent)
+    for kernel in KERNELS
+    for mma_depth in (1, 2, 3)
+    for consumers in (1, 2)
+    for persistent in (False, True)
+]
+
+
+@pytest.mark.parametrize(("kernel", "mma_depth", "consumers", "persistent"), COMBINATIONS)
+def test_every_option_combination(
+    kernel: str, mma_depth: int, consumers: int, persistent: bool
+) -> None:
+    """Each (P, cooperative, persistent) combination for each kernel, D cycling through
+    1..6, three output tiles per launch (with persistence: on two SMs)."""
+    stages = 1 + COMBINATIONS.index((kernel, mma_depth, consumers, persistent)) % 6
+    options = Options(stages, mma_depth, consumers, persistent)
+    seed = stages * 131 + mma_depth
+    if kernel == "gemm":
+        check_gemm(300, 100, 190, options, seed, sms=2)
+    else:
+        check_attention(kernel, 1, 300, options, seed, sms=2)
