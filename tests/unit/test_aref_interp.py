@@ -148,6 +148,37 @@ GEMM_HALVES = (
 HALVES_RING = "!aref.ring<[tensor<64x64xf16>, tensor<64x64xf16>, tensor<128x64xf16>], D>"
 
 
+# Cooperative consumers on full tiles: each warpgroup slices its 64 rows out of the A tile.
+SLICING_CONSUMER = """aref.group consumer warpgroups(2) registers(232) {
+      %wg = aref.warpgroup_index : i32
+      %row = arith.muli %wg, %c64 : i32
+      %my_off_m = arith.addi %off_m, %row : i32
+      %zero = arith.constant 0.000000e+00 : f32
+      %acc0 = tile.splat %zero : f32 -> tensor<64x128xf32>
+      %acc = scf.for %kt = %c0 to %k_tiles step %c1
+          iter_args(%acc_iter = %acc0) -> (tensor<64x128xf32>) : i32 {
+        %a_tile, %b = aref.get %ring[%kt] : RING -> tensor<128x64xf16>, tensor<128x64xf16>
+        %a = tile.extract_slice %a_tile[%row, %c0] : tensor<128x64xf16> -> tensor<64x64xf16>
+        %b_t = tile.trans %b : tensor<128x64xf16> -> tensor<64x128xf16>
+        %acc_next = tile.dot %a, %b_t, %acc_iter
+            : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf32>
+        aref.consumed %ring[%kt] : RING
+        scf.yield %acc_next : tensor<64x128xf32>
+      }
+      %c_tile = tile.convert %acc : tensor<64x128xf32> -> tensor<64x128xf16>
+      tile.store_slice %c_desc[%my_off_m, %off_n], %c_tile
+          : !tile.desc<128x128xf16>, tensor<64x128xf16>
+    }
+  }
+  """
+
+
+def slicing_text(depth: int) -> str:
+    consumer = GEMM[GEMM.index("aref.group consumer") : GEMM.rindex("func.return")]
+    text = GEMM.replace(consumer, SLICING_CONSUMER)
+    return text.replace("RING", GEMM_RING).replace("], D>", f"], {depth}>")
+
+
 def cooperative_consumers(split_groups: bool) -> str:
     """One consumer group of two warpgroups, or two groups of one (the warpgroup index is
     then 0 in both, so the second group's copy selects its half by a constant)."""
@@ -226,6 +257,13 @@ def test_gemm_equals_tile_level_under_every_policy(depth: int, schedule: Any) ->
 @pytest.mark.parametrize("schedule", ["random", "producer-first", "consumer-first", "round-robin"])
 def test_cooperative_gemm_equals_tile_level(depth: int, split_groups: bool, schedule: str) -> None:
     c = run_ws(halves_text(depth, split_groups), *SHAPE, schedule=schedule)
+    np.testing.assert_array_equal(c, reference(*SHAPE))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("schedule", ["random", "producer-first", "consumer-first", "round-robin"])
+def test_slicing_cooperative_gemm_equals_tile_level(depth: int, schedule: str) -> None:
+    c = run_ws(slicing_text(depth), *SHAPE, schedule=schedule)
     np.testing.assert_array_equal(c, reference(*SHAPE))
 
 
