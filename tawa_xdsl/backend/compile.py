@@ -233,3 +233,29 @@ def compile_to_ptx(
         arg_count=arg_count,
         ir=ir,
     )
+
+
+def options_from_launch(options: dict[str, Any]) -> CompileOptions:
+    """CompileOptions from Triton-style launch options (`num_stages` -> D,
+    `num_consumer_groups` -> consumers) and tawa's own (`mma_depth`, `persistent`)."""
+    default = CompileOptions()
+    return CompileOptions(
+        stages=int(options.get("num_stages") or default.stages),
+        mma_depth=int(options.get("mma_depth") or default.mma_depth),
+        consumers=int(options.get("num_consumer_groups") or default.consumers),
+        persistent=bool(options.get("persistent", default.persistent)),
+    )
+
+
+def gpu_launch(jit_kernel: Any, grid: Sequence[int] | int, args: list[Any]) -> None:
+    """A `jit.Launcher` for the GPU: compile `jit_kernel.module` (a `jit.CompiledKernel`) to
+    PTX once, record the stages in `jit_kernel.ir`, and launch with `args` (descriptor
+    arguments as `TensorDescriptor`s over numpy arrays, or device tensors)."""
+    compiled: CompiledKernel | None = getattr(jit_kernel, "_gpu_kernel", None)
+    if compiled is None:
+        compiled = compile_to_ptx(
+            jit_kernel.module, options_from_launch(getattr(jit_kernel, "options", {}) or {})
+        )
+        jit_kernel.ir.update({k: v for k, v in compiled.ir.items() if k != "tile"})
+        jit_kernel._gpu_kernel = compiled
+    compiled.launch(grid, *args)

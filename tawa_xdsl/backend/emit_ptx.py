@@ -288,6 +288,11 @@ def _frag(value: SSAValue) -> FragmentType:
     return value.type
 
 
+def _fragment_role(ty: FragmentType) -> str:
+    """Register names tell accumulators (`%acc_f32_7`) from other fragments (`%frag_b32_3`)."""
+    return "acc" if ty.kind == FragmentLayout.WGMMA_ACC and not _packed(ty) else "frag"
+
+
 def _packed(ty: FragmentType) -> bool:
     """Whether two values share one 32-bit register (16-bit elements)."""
     return not isinstance(ty.element_type, Float32Type)
@@ -321,7 +326,7 @@ class KernelPrinter:
         if root in self.values:
             regs = self.values[root]
         elif isinstance(value.type, FragmentType):
-            regs = self._fragment_regs(value.type, role or "frag")
+            regs = self._fragment_regs(value.type, role or _fragment_role(value.type))
         else:
             regs = self.b.new(_reg_class(value.type), role)
         self.values[value] = self.values[root] = regs
