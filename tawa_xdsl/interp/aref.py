@@ -247,7 +247,7 @@ def _kill(ev: Evaluator, copies: Sequence[np.ndarray], message: str) -> None:
         if isinstance(held, np.ndarray) and any(np.may_share_memory(held, c) for c in copies):
             ev.env[value] = Released(message)
     for copy in copies:
-        if copy.dtype.kind == "f" or copy.dtype.kind == "V":
+        if copy.dtype.kind in "fV":  # floats, and ml_dtypes (bf16, fp8)
             copy.fill(np.nan)
 
 
