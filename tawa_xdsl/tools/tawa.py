@@ -135,7 +135,21 @@ def add_compile(subparsers: Any) -> None:
 
 # ---------------------------------------------------------------------------------- main
 
-SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"compile": add_compile}
+def add_demo(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="run the bundled examples through the compiler and check them"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.set_defaults(handler=lambda args: _demo(args.seed))
+
+
+def _demo(seed: int) -> int:
+    from tawa_xdsl.tools.demo import run_demo
+
+    return run_demo(seed)
+
+
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"compile": add_compile, "demo": add_demo}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,11 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tawa_xdsl.diagnostics import TawaError
     from tawa_xdsl.frontend.errors import CompilationError
 
     try:
         return args.handler(args)
-    except (UsageError, CompilationError, TypeError) as error:
+    except (UsageError, CompilationError, TawaError, TypeError) as error:
         if args.debug:
             raise
         print(f"tawa {args.command}: {error}", file=sys.stderr)
