@@ -38,7 +38,7 @@ depends on the rows, row counts that differ or are not a multiple of 64 per warp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -85,10 +85,7 @@ def set_stages(kernel: func.FuncOp, stages: int) -> None:
     for create in [op for op in kernel.body.block.ops if isinstance(op, aref.CreateOp)]:
         ring = create.ring.type
         assert isinstance(ring, aref.RingType)
-        looped = any(
-            isinstance(use.operation.parent_op(), scf.ForOp) or _in_loop(use.operation)
-            for use in create.ring.uses
-        )
+        looped = any(_in_loop(use.operation) for use in create.ring.uses)
         if not looped or ring.depth.data == stages:
             continue
         Rewriter.replace_value_with_new_type(
@@ -397,9 +394,7 @@ def pipeline_attention(loop: scf.ForOp, dot: tile.DotOp) -> bool:
         operands[slot] = value
     operands[-1] = ahead.results[0]
     terminator.operands = operands
-    for op in reversed(stage):
-        for result in op.results:
-            result.replace_all_uses_with(result)  # no-op: uses were rewired above
+    for op in reversed(stage):  # every outside use was rewired above
         Rewriter.erase_op(op, safe_erase=False)
     return True
 
@@ -513,6 +508,3 @@ class PipelinePass(ModulePass):
         pipeline_kernel(
             find_kernel(op, PASS), self.stages, self.mma_depth, self.consumers, self.attention
         )
-
-
-_unused: tuple[type, ...] = (OpResult, Callable)  # keep imports used by type hints
