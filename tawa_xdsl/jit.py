@@ -20,7 +20,7 @@ import inspect
 import os
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,16 +38,34 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "num_consumer_groups", 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
 
 
+# The stages a kernel passes through, in order; `CompiledKernel.ir` has one entry per stage.
+STAGES = ("tile", "aref", "mbarrier", "nvgpu", "ptx")
+
+
 @dataclass
 class CompiledKernel:
-    """One specialization of a kernel: its IR at every stage compiled so far."""
+    """One specialization of a kernel: its tile IR, and its later stages on demand."""
 
     name: str
     module: ModuleOp
     signature: list[tuple[str, ArgType]]
     constexprs: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
-    ir: dict[str, str] = field(default_factory=dict)
+    _gpu_kernel: Any = field(default=None, repr=False)
+
+    @property
+    def ir(self) -> StageIR:
+        """The IR of every stage as text: `ir["tile"]`, ..., `ir["ptx"]`."""
+        return StageIR(self)
+
+    def gpu_kernel(self) -> Any:
+        """The kernel taken to PTX with this specialization's launch options (compiled once;
+        needs no GPU)."""
+        if self._gpu_kernel is None:
+            from tawa_xdsl.backend.compile import compile_to_ptx, options_from_launch
+
+            self._gpu_kernel = compile_to_ptx(self.module, options_from_launch(self.options))
+        return self._gpu_kernel
 
     def run(self, grid: Sequence[int] | int, *args: Any, interpret: bool | None = None) -> None:
         """Launch on `grid` with the run-time arguments in signature order."""
@@ -55,10 +73,24 @@ class CompiledKernel:
         launcher(self, grid, list(args))
 
 
-def compile_stages(compiled: CompiledKernel) -> None:
-    """Fill `compiled.ir`, one entry per stage. The frontend gives "tile"; the passes that
-    lower it ("aref", "mbarrier", "nvgpu", "ptx") add their stage here as they land."""
-    compiled.ir["tile"] = str(compiled.module)
+class StageIR(Mapping[str, str]):
+    """The stages of a compiled kernel; those past "tile" are lowered on first access."""
+
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel = kernel
+
+    def __getitem__(self, stage: str) -> str:
+        if stage not in STAGES:
+            raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(STAGES)}")
+        if stage == "tile":
+            return str(self.kernel.module)
+        return self.kernel.gpu_kernel().ir[stage]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(STAGES)
+
+    def __len__(self) -> int:
+        return len(STAGES)
 
 
 # ------------------------------------------------------------------------------ backends
@@ -75,9 +107,14 @@ def interpret_launch(compiled: CompiledKernel, grid: Sequence[int] | int, args: 
 
 
 def gpu_backend() -> Launcher | None:
-    """The GPU launcher, or None while the compiler cannot yet take a kernel to PTX and
-    launch it. When that path exists, return its launcher here when a GPU is present."""
-    return None
+    """The GPU launcher when a usable GPU and driver are present, else None."""
+    from tawa_xdsl.runtime import gpu_available
+
+    if not gpu_available():
+        return None
+    from tawa_xdsl.backend.compile import gpu_launch
+
+    return gpu_launch
 
 
 def interpret_requested(interpret: bool | None) -> bool | None:
@@ -99,8 +136,8 @@ def select_backend(interpret: bool | None) -> Launcher:
         return backend
     if requested is False:
         raise RuntimeError(
-            "interpret=False, but there is no GPU backend yet (the compiler cannot launch "
-            "kernels on the GPU); use interpret=True or leave interpret unset"
+            "interpret=False, but no usable GPU was found (tawa_xdsl.runtime.gpu_available() "
+            "is False); use interpret=True or leave interpret unset"
         )
     return interpret_launch
 
@@ -194,7 +231,6 @@ class JITFunction:
         if key not in self.cache:
             module = generate_kernel(self.fn, signature, constexprs)
             compiled = CompiledKernel(self.fn.__name__, module, signature, constexprs, options)
-            compile_stages(compiled)
             self.cache[key] = compiled
         return self.cache[key]
 

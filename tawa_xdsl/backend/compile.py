@@ -248,14 +248,7 @@ def options_from_launch(options: dict[str, Any]) -> CompileOptions:
 
 
 def gpu_launch(jit_kernel: Any, grid: Sequence[int] | int, args: list[Any]) -> None:
-    """A `jit.Launcher` for the GPU: compile `jit_kernel.module` (a `jit.CompiledKernel`) to
-    PTX once, record the stages in `jit_kernel.ir`, and launch with `args` (descriptor
-    arguments as `TensorDescriptor`s over numpy arrays, or device tensors)."""
-    compiled: CompiledKernel | None = getattr(jit_kernel, "_gpu_kernel", None)
-    if compiled is None:
-        compiled = compile_to_ptx(
-            jit_kernel.module, options_from_launch(getattr(jit_kernel, "options", {}) or {})
-        )
-        jit_kernel.ir.update({k: v for k, v in compiled.ir.items() if k != "tile"})
-        jit_kernel._gpu_kernel = compiled
-    compiled.launch(grid, *args)
+    """A `jit.Launcher` for the GPU: launch `jit_kernel` (a `jit.CompiledKernel`, taken to PTX
+    once) with `args` (descriptor arguments as `TensorDescriptor`s over numpy arrays, or
+    device tensors)."""
+    jit_kernel.gpu_kernel().launch(grid, *args)

@@ -165,12 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tawa_xdsl.diagnostics import TawaError
+    from xdsl.utils.exceptions import DiagnosticException
+
     from tawa_xdsl.frontend.errors import CompilationError
 
     try:
         return args.handler(args)
-    except (UsageError, CompilationError, TawaError, TypeError) as error:
+    except (UsageError, CompilationError, DiagnosticException, TypeError) as error:
         if args.debug:
             raise
         print(f"tawa {args.command}: {error}", file=sys.stderr)

@@ -376,9 +376,14 @@ def test_interpret_true_and_env_var_select_the_interpreter(monkeypatch) -> None:
     monkeypatch.setenv("TAWA_INTERPRET", "1")
     assert jit_module.select_backend(None) is jit_module.interpret_launch
     monkeypatch.setenv("TAWA_INTERPRET", "0")
-    assert jit_module.select_backend(None) is jit_module.interpret_launch  # no GPU backend
-    with pytest.raises(RuntimeError, match="no GPU backend yet"):
+    monkeypatch.setattr(jit_module, "gpu_backend", lambda: None)  # as on a machine with no GPU
+    assert jit_module.select_backend(None) is jit_module.interpret_launch
+    with pytest.raises(RuntimeError, match="no usable GPU was found"):
         jit_module.select_backend(False)
+    gpu = object()
+    monkeypatch.setattr(jit_module, "gpu_backend", lambda: gpu)
+    assert jit_module.select_backend(None) is gpu
+    assert jit_module.select_backend(True) is jit_module.interpret_launch
     kernel = tawa_xdsl.jit(interpret=True)(grid_kernel.fn)
     out = np.zeros((1, 1), np.float32)
     kernel[(1,)](D(out, [1, 1]), 4, BLOCK=4)

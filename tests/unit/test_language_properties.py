@@ -108,7 +108,7 @@ def test_cli_compile_prints_the_tile_ir(capsys: pytest.CaptureFixture[str]) -> N
         (["--signature", "desc<64x16xf99>"], "unknown element type 'f99'"),
         (["--signature", "Q=i32"], "'Q' is not a run-time parameter"),
         (["--constexpr", "BLOCK_M"], "--constexpr expects NAME=VALUE"),
-        (["--stage", "ptx", "--signature", GEMM_TYPES], "stage 'ptx' is not available"),
+        (["--stage", "sass", "--signature", GEMM_TYPES], "stage 'sass' is not available"),
     ],
 )  # fmt: skip
 def test_cli_errors_are_one_clear_line(
