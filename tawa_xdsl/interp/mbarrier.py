@@ -176,12 +176,23 @@ def _barrier(op: Operation, bars: BarrierArray, slot: Any) -> Barrier:
     return bars.barriers[s]
 
 
-def _arrive(ev: Evaluator, op: nvgpu.MBarrierArriveOp, operands: list[Any]) -> tuple[()]:
+def _point(op: Operation) -> Generator[Blocked]:
+    """A scheduling point before a barrier or slot access: other groups may move first."""
+    yield Blocked(op, "scheduling point", lambda: True)
+
+
+def _arrive(
+    ev: Evaluator, op: nvgpu.MBarrierArriveOp, operands: list[Any]
+) -> Generator[Blocked, None, tuple[()]]:
+    yield from _point(op)
     _barrier(op, operands[0], operands[1]).arrive(op)
     return ()
 
 
-def _arrive_tx(ev: Evaluator, op: nvgpu.MBarrierArriveExpectTxOp, operands: list[Any]) -> tuple[()]:
+def _arrive_tx(
+    ev: Evaluator, op: nvgpu.MBarrierArriveExpectTxOp, operands: list[Any]
+) -> Generator[Blocked, None, tuple[()]]:
+    yield from _point(op)
     _barrier(op, operands[0], operands[1]).arrive(op, op.tx_bytes.value.data)
     return ()
 
@@ -192,6 +203,7 @@ def _wait(
     bars, slot, parity = operands
     bar = _barrier(op, bars, slot)
     p = int(parity) & 1
+    yield from _point(op)
     if bar.bit == p:
         reason = f"try_wait.parity({p}) on {bars.name}[{int(slot)}], {bar.describe()}"
         yield from _sync_point(op, reason, lambda: bar.bit != p)
@@ -257,8 +269,11 @@ def _smem_store(ev: Evaluator, op: nvgpu.SmemStoreOp, operands: list[Any]) -> tu
     return ()
 
 
-def _smem_load(ev: Evaluator, op: nvgpu.SmemLoadOp, operands: list[Any]) -> tuple[np.ndarray]:
+def _smem_load(
+    ev: Evaluator, op: nvgpu.SmemLoadOp, operands: list[Any]
+) -> Generator[Blocked, None, tuple[np.ndarray]]:
     buf, slot = operands
+    yield from _point(op)
     s = _slot(op, buf, slot)
     if buf.writing[s]:
         raise _error(op, f"read of {buf.name}[{s}] while a copy is writing it (partial read)")

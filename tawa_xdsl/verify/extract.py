@@ -1,0 +1,372 @@
+"""Extract each ring's barrier protocol from mbarrier-level IR (what lower-aref produced).
+
+Per ring (a `full` mbarrier array carrying the `tawa.ring` certificate parameters, its `empty`
+partner and the smem buffers its copies fill), per warp group, the ring's ops of the group's
+innermost loop body, in program order, each with its slot and parity expression read back by
+`protocol.match_slot` / `match_parity` relative to the body's use counter:
+
+    producer:  wait empty[(k+o) mod m], parity   arrive(_expect_tx) full[...]   tma / store
+    consumer:  wait full[...], parity            smem_load buf[...]             arrive empty[...]
+
+A release guarded by `scf.if (kt >= L)` whose index is `i - L` is a release lagged by L uses
+(MMA depth L + 1), drained after the loop. The trip count of every group's loop nest is kept as
+an expression (the loops' bounds), compared structurally across groups: the same expression
+means the same N for every N; `expr + c` is a known difference c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from tawa_xdsl import protocol
+from tawa_xdsl.diagnostics import op_location
+from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.transforms.lower_aref import RING_ATTR
+
+
+class ExtractionError(Exception):
+    """The IR is not in the shape the verifier models (reported, never silently accepted)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One barrier-relevant op of a loop body. `kind`: wait | arrive | tma | store | read."""
+
+    kind: str
+    barrier: str  # "full" | "empty" | "" (reads and stores)
+    slot_off: int
+    slot_mod: int
+    parity_off: int = 0
+    parity_div: int = 1
+    parity_flip: int = 0
+    tx: int = 0  # expect_tx bytes of an arrive; bytes a copy delivers
+    buffer: int = -1  # which payload buffer a copy / store / read touches
+    bar_slot_off: int = 0  # a copy completes on full[(k + bar_slot_off) mod slot_mod]
+    lag: int = 0  # the step acts on use k - lag (guarded k >= lag, drained after the loop)
+    loc: str = "<unknown>"
+    text: str = ""
+
+    def slot(self, use: int) -> int:
+        return (use + self.slot_off) % self.slot_mod
+
+    def bar_slot(self, use: int) -> int:
+        return (use + self.bar_slot_off) % self.slot_mod
+
+    def parity(self, use: int) -> int:
+        return (((use + self.parity_off) // self.parity_div) & 1) ^ self.parity_flip
+
+
+@dataclass
+class Actor:
+    """A warp group's part in one ring: `count` identical warpgroups running `steps` per use."""
+
+    name: str
+    role: str
+    count: int
+    steps: list[Step]
+    trip: tuple  # structural trip-count expression of the loop nest
+    drain: bool = False  # lagged releases are drained after the loop
+
+    @property
+    def lag(self) -> int:
+        return max((s.lag for s in self.steps), default=0)
+
+
+@dataclass
+class RingProtocolModel:
+    """What the verifier checks for one ring."""
+
+    name: str
+    depth: int
+    full_count: int
+    empty_count: int
+    producer: Actor
+    consumers: list[Actor]
+    certificate: dict[str, int] = field(default_factory=dict)  # what lower-aref meant
+    trip_delta: dict[str, int] = field(default_factory=dict)  # consumer trip - producer trip
+    loc: str = "<unknown>"
+
+
+# ----------------------------------------------------------------------- trip expressions
+
+
+def _expr(value: SSAValue) -> tuple:
+    """A structural key of an i32 value: arith trees over block arguments and constants."""
+    const = protocol.constant_of(value)
+    if const is not None:
+        return ("c", const)
+    op = value.owner
+    if isinstance(op, Operation) and op.name.startswith("arith.") and op.results:
+        return (op.name, *(_expr(v) for v in op.operands))
+    if isinstance(op, Operation):
+        return ("op", op.name, id(op))
+    return ("arg", id(op), getattr(value, "index", 0))
+
+
+def _trip_key(loops: list[scf.ForOp]) -> tuple:
+    return tuple((_expr(f.lb), _expr(f.ub), _expr(f.step)) for f in loops)
+
+
+def trip_difference(a: tuple, b: tuple) -> int | None:
+    """b - a when the loop nests are the same up to a constant on the innermost upper bound."""
+    if a == b:
+        return 0
+    if len(a) != len(b) or a[:-1] != b[:-1] or a[-1][0] != b[-1][0] or a[-1][2] != b[-1][2]:
+        return None
+
+    def split(e: tuple) -> tuple[tuple, int]:
+        if e[0] in ("arith.addi", "arith.subi") and e[2][0] == "c":
+            base, off = split(e[1])
+            return base, off + (e[2][1] if e[0] == "arith.addi" else -e[2][1])
+        return e, 0
+
+    (ba, oa), (bb, ob) = split(a[-1][1]), split(b[-1][1])
+    return ob - oa if ba == bb else None
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def _text(op: Operation) -> str:
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue().split("\n")[0].strip()
+
+
+def _slot_of(op: Operation, value: SSAValue, counter: SSAValue | None) -> tuple[int, int, SSAValue]:
+    expr = protocol.match_slot(value)
+    if expr is None:
+        raise ExtractionError(f"{op_location(op)}: slot of '{op.name}' is not `(i + c) mod D`")
+    return expr.offset, expr.modulus, expr.base
+
+
+def _lag_guard(block: Block) -> int:
+    """L when `block` is the then-block of `scf.if (kt >= L)`, else 0."""
+    parent = block.parent_op()
+    if isinstance(parent, scf.IfOp):
+        cond = parent.cond.owner
+        if isinstance(cond, arith.CmpiOp) and cond.predicate.value.data in (5, 9):  # sge, uge
+            value = protocol.constant_of(cond.rhs)
+            if value is not None:
+                return value
+    return 0
+
+
+class _GroupWalker:
+    """Collect one group's steps for one ring."""
+
+    def __init__(self, full: SSAValue, empty: SSAValue, buffers: list[SSAValue]):
+        self.full, self.empty, self.buffers = full, empty, buffers
+        self.steps: list[Step] = []
+        self.loops: list[scf.ForOp] = []
+        self.drain = False
+        self.base: SSAValue | None = None
+
+    def bar_name(self, bars: SSAValue) -> str | None:
+        return "full" if bars == self.full else "empty" if bars == self.empty else None
+
+    def walk(self, block: Block, loops: list[scf.ForOp], in_drain: bool) -> None:
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                self.walk(op.body.block, [*loops, op], in_drain or bool(self.steps))
+            elif isinstance(op, scf.IfOp):
+                for region in op.regions:
+                    for b in region.blocks:
+                        self.walk(b, loops, in_drain)
+            else:
+                self.visit(op, loops, in_drain, block)
+
+    def visit(self, op: Operation, loops: list[scf.ForOp], in_drain: bool, block: Block) -> None:
+        step = self.step_of(op, block)
+        if step is None:
+            return
+        if in_drain:
+            if step.kind != "arrive" or step.barrier != "empty":
+                raise ExtractionError(
+                    f"{op_location(op)}: only releases may follow the ring's main loop"
+                )
+            self.drain = True
+            return
+        if self.loops and loops != self.loops:
+            raise ExtractionError(
+                f"{op_location(op)}: the ring's ops of one group must share one loop body"
+            )
+        self.loops = loops
+        self.steps.append(step)
+
+    def step_of(self, op: Operation, block: Block) -> Step | None:
+        loc, text = op_location(op), _text(op)
+        lag = _lag_guard(block)
+        if isinstance(
+            op, nvgpu.MBarrierWaitOp | nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp
+        ):
+            bar = self.bar_name(op.bars)
+            if bar is None:
+                return None
+            off, mod, base = _slot_of(op, op.slot, self.base)
+            off += lag
+            self.check_base(op, base, lag)
+            if isinstance(op, nvgpu.MBarrierWaitOp):
+                par = protocol.match_parity(op.parity)
+                if par is None:
+                    raise ExtractionError(
+                        f"{op_location(op)}: parity is not `((i + c) div D) & 1 [^ 1]`"
+                    )
+                return Step(
+                    "wait",
+                    bar,
+                    off,
+                    mod,
+                    par.offset + lag,
+                    par.divisor,
+                    par.flip,
+                    loc=loc,
+                    text=text,
+                    lag=lag,
+                )
+            tx = op.tx_bytes.value.data if isinstance(op, nvgpu.MBarrierArriveExpectTxOp) else 0
+            return Step("arrive", bar, off, mod, tx=tx, loc=loc, text=text, lag=lag)
+        if isinstance(op, nvgpu.TmaLoadOp) and op.bars == self.full:
+            off, mod, base = _slot_of(op, op.slot, self.base)
+            boff, bmod, _ = _slot_of(op, op.bar_slot, self.base)
+            assert isinstance(op.buf.type, nvgpu.SmemType)
+            return Step(
+                "tma",
+                "",
+                off,
+                mod,
+                tx=op.buf.type.slot_bytes(),
+                buffer=self.buffers.index(op.buf),
+                bar_slot_off=boff,
+                loc=loc,
+                text=text,
+            )
+        if isinstance(op, nvgpu.SmemLoadOp | nvgpu.SmemStoreOp) and op.buf in self.buffers:
+            off, mod, base = _slot_of(op, op.slot, self.base)
+            kind = "read" if isinstance(op, nvgpu.SmemLoadOp) else "store"
+            return Step(kind, "", off, mod, buffer=self.buffers.index(op.buf), loc=loc, text=text)
+        return None
+
+    def check_base(self, op: Operation, base: SSAValue, lag: int) -> None:
+        """Every step of a body counts uses with the same counter (up to the lag's offset)."""
+        if lag:
+            base, _ = protocol.split_offset(base)
+        if self.base is None:
+            self.base = base
+
+
+def _ring_buffers(module: ModuleOp, full: SSAValue) -> list[SSAValue]:
+    bufs: list[SSAValue] = []
+    for op in module.walk():
+        if isinstance(op, nvgpu.TmaLoadOp) and op.bars == full and op.buf not in bufs:
+            bufs.append(op.buf)
+    return bufs
+
+
+def _store_buffers(module: ModuleOp, full: SSAValue, empty: SSAValue) -> list[SSAValue]:
+    """Buffers stored by threads in a block that arrives on `full` (register payloads)."""
+    bufs: list[SSAValue] = []
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierArriveOp) and op.bars == full and op.parent_block():
+            for other in op.parent_block().ops:
+                if isinstance(other, nvgpu.SmemStoreOp) and other.buf not in bufs:
+                    bufs.append(other.buf)
+    return bufs
+
+
+def _init_count(module: ModuleOp, bars: SSAValue) -> int:
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierInitOp) and op.bars == bars:
+            return op.count.value.data
+    raise ExtractionError(f"{op_location(bars.owner)}: mbarrier array is never initialized")
+
+
+def _empty_partner(module: ModuleOp, full: SSAValue) -> SSAValue:
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierWaitOp) and op.bars == full:
+            continue
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierWaitOp) and op.bars != full:
+            # The producer's wait sits in the block that arrives on full.
+            block = op.parent_block()
+            if block and any(
+                isinstance(o, nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp)
+                and o.bars == full
+                for o in block.ops
+            ):
+                return op.bars
+    raise ExtractionError(f"{op_location(full.owner)}: no producer waits before arriving on it")
+
+
+def extract(module: ModuleOp) -> list[RingProtocolModel]:
+    """One model per ring of the module."""
+    rings = []
+    for alloc in module.walk():
+        if not (isinstance(alloc, nvgpu.MBarrierAllocOp) and RING_ATTR in alloc.attributes):
+            continue
+        attr = alloc.attributes[RING_ATTR]
+        assert isinstance(attr, DictionaryAttr)
+        cert = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
+        name = attr.data["name"].data  # type: ignore[union-attr]
+        full = alloc.bars
+        empty = _empty_partner(module, full)
+        buffers = _ring_buffers(module, full) + [
+            b for b in _store_buffers(module, full, empty) if b not in _ring_buffers(module, full)
+        ]
+        actors = []
+        for group in (op for op in module.walk() if isinstance(op, aref.GroupOp)):
+            walker = _GroupWalker(full, empty, buffers)
+            walker.walk(group.body.block, [], False)
+            if walker.steps:
+                role = str(group.role.data)
+                actors.append(
+                    Actor(
+                        f"{role}#{len(actors)}",
+                        role,
+                        group.num_warpgroups,
+                        walker.steps,
+                        _trip_key(walker.loops),
+                        walker.drain,
+                    )
+                )
+        producers = [a for a in actors if a.role == "producer"]
+        consumers = [a for a in actors if a.role == "consumer"]
+        if len(producers) != 1 or not consumers:
+            raise ExtractionError(
+                f"{op_location(alloc)}: ring {name} needs one producer and consumers"
+            )
+        producer = producers[0]
+        producer.name = "P"
+        for k, c in enumerate(consumers):
+            c.name = f"C{k}"
+        deltas = {}
+        for c in consumers:
+            delta = trip_difference(producer.trip, c.trip)
+            if delta is None:
+                raise ExtractionError(
+                    f"{c.steps[0].loc}: cannot relate the trip count of {c.name}'s loop to the "
+                    "producer's (different expressions)"
+                )
+            deltas[c.name] = delta
+        rings.append(
+            RingProtocolModel(
+                name,
+                alloc.bars.type.num_barriers,  # type: ignore[union-attr]
+                _init_count(module, full),
+                _init_count(module, empty),
+                producer,
+                consumers,
+                cert,
+                deltas,
+                op_location(alloc),
+            )
+        )
+    return rings
