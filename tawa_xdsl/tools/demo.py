@@ -1,8 +1,18 @@
-"""`tawa demo`: the main job on the bundled examples, as far as the compiler goes today.
+"""`tawa demo`: the main job -- every bundled example through every stage of the compiler.
 
-For each example kernel: parse and verify the tile IR, run it in the tile interpreter on random
-inputs and compare with a plain numpy reference. It prints one line per example and exits 1 if
-any result is wrong.
+For each example kernel it runs, on random inputs, one check per stage and prints one line
+per check:
+
+* tile interpreter against a plain numpy reference (dtype-aware tolerance);
+* warp-specialized (aref level) and lowered (mbarrier level) programs in their concurrent
+  interpreters under a random schedule, which must equal the tile program exactly;
+* the Z3 proof of the lowered barrier protocol, for every trip count;
+* PTX generation, assembled with `ptxas -arch=sm_90a` when ptxas is present;
+* a launch on the GPU against the numpy reference, when an sm_90 GPU is present.
+
+A stage the compiler cannot do yet for an example prints `n/a` with the reason; a stage that
+cannot run on this machine (no ptxas, no GPU) prints `skipped` with the reason. The exit status
+is 1 when any check fails.
 """
 
 from __future__ import annotations
@@ -11,37 +21,61 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from tawa_xdsl.diagnostics import parse_file
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.interp.tile import run_kernel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @dataclass
+class Launch:
+    """A launch on random inputs: the grid, the arguments, which one is the output, and what
+    numpy says the output should be."""
+
+    grid: tuple[int, ...]
+    args: list[Any]
+    output: int
+    reference: np.ndarray
+
+    def fresh_args(self) -> list[Any]:
+        """The arguments with a new output array poisoned with NaN, so unwritten elements
+        show."""
+        args = list(self.args)
+        args[self.output] = np.full_like(args[self.output], np.nan)
+        return args
+
+
+@dataclass
 class Case:
-    """One example: its file, a launch on random inputs, and the numpy reference."""
+    """One example: its file, a launch on random inputs, the numpy reference, its options."""
 
     name: str
     path: Path
-    launch: Callable[[np.random.Generator], tuple[tuple[int, ...], list, np.ndarray]]
+    launch: Callable[[np.random.Generator], Launch]
+    options: dict[str, Any]
 
 
-def gemm_case(rng: np.random.Generator) -> tuple[tuple[int, ...], list, np.ndarray]:
+def gemm_case(rng: np.random.Generator) -> Launch:
     m, n, k = 300, 200, 160
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((n, k)).astype(np.float16)
     c = np.full((m, n), np.nan, np.float16)
     grid = (-(-m // 128) * -(-n // 128),)
     reference = a.astype(np.float32) @ b.astype(np.float32).T
-    return grid, [a, b, c, m, n, k], reference
+    return Launch(grid, [a, b, c, m, n, k], 2, reference)
 
 
-def attention_case(causal: bool) -> Callable:
-    def launch(rng: np.random.Generator) -> tuple[tuple[int, ...], list, np.ndarray]:
+def attention_case(causal: bool) -> Callable[[np.random.Generator], Launch]:
+    def launch(rng: np.random.Generator) -> Launch:
         heads, seq, dim = 3, 200, 64
         q, k, v = (rng.standard_normal((heads, seq, dim)).astype(np.float16) for _ in range(3))
         o = np.full_like(q, np.nan)
@@ -51,38 +85,171 @@ def attention_case(causal: bool) -> Callable:
             scores = np.where(np.tril(np.ones((seq, seq), bool)), scores, -np.inf)
         p = np.exp(scores - scores.max(-1, keepdims=True))
         reference = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float32)
-        return (-(-seq // 128), heads), [q, k, v, o, seq, scale], reference
+        return Launch((-(-seq // 128), heads), [q, k, v, o, seq, scale], 3, reference)
 
     return launch
 
 
 CASES = [
-    Case("gemm", EXAMPLES / "gemm.mlir", gemm_case),
-    Case("attention", EXAMPLES / "attention.mlir", attention_case(causal=False)),
-    Case("attention causal", EXAMPLES / "attention_causal.mlir", attention_case(causal=True)),
+    Case("gemm", EXAMPLES / "gemm.mlir", gemm_case, {"stages": 4, "mma_depth": 2, "consumers": 2}),
+    Case(
+        "attention",
+        EXAMPLES / "attention.mlir",
+        attention_case(causal=False),
+        {"stages": 2, "mma_depth": 1, "consumers": 2},
+    ),
+    Case(
+        "attention causal",
+        EXAMPLES / "attention_causal.mlir",
+        attention_case(causal=True),
+        {"stages": 2, "mma_depth": 1, "consumers": 2},
+    ),
+]
+
+
+class NotSupported(Exception):
+    """The compiler cannot do this stage for this example yet."""
+
+
+class Skipped(Exception):
+    """This machine cannot run this stage (no ptxas, no GPU)."""
+
+
+def require(state: dict[str, Any], key: str, stage: str) -> Any:
+    """What an earlier stage produced; this stage cannot run without it."""
+    if key not in state:
+        raise NotSupported(f"needs the {stage} stage")
+    return state[key]
+
+
+def close_to_reference(output: np.ndarray, reference: np.ndarray) -> tuple[bool, float]:
+    """fp16 outputs: rounding alone costs up to 2^-11 relative (half an ulp); allow a few
+    ulps, plus an absolute term for attention's fp16 probabilities near zero."""
+    wide = output.astype(np.float32)
+    error = float(np.max(np.abs(wide - reference)))
+    ok = bool(np.isfinite(wide).all()) and np.allclose(wide, reference, rtol=2e-3, atol=2e-3)
+    return ok, error
+
+
+# --------------------------------------------------------------------------------- the stages
+
+
+def stage_tile(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    (output,) = run_kernel(module, launch.grid, launch.fresh_args())
+    state["tile"] = output
+    ok, error = close_to_reference(output, launch.reference)
+    if not ok:
+        raise AssertionError(f"differs from numpy by {error:.2e}")
+    return f"max abs err {error:.1e} vs numpy"
+
+
+def stage_aref(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    from tawa_xdsl.interp.aref import run_warp_specialized
+    from tawa_xdsl.transforms.warp_specialize import warp_specialize
+
+    state["ws"] = warp_specialize(module, **case.options)
+    return _compare_exact(run_warp_specialized, state["ws"], launch, state)
+
+
+def stage_mbarrier(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
+    from tawa_xdsl.transforms.lower_aref import lower_arefs
+
+    lowered = require(state, "ws", "aref").clone()
+    lower_arefs(lowered)
+    state["lowered"] = lowered
+    return _compare_exact(run_mbarrier_kernel, lowered, launch, state)
+
+
+def _compare_exact(run: Callable, module: ModuleOp, launch: Launch, state: dict) -> str:
+    tile_output = require(state, "tile", "tile interpreter")
+    (output,) = run(module, launch.grid, launch.fresh_args(), schedule=int(state["seed"]))
+    if not np.array_equal(output, tile_output):
+        raise AssertionError("differs from the tile program")
+    return "equal to the tile program (random schedule)"
+
+
+def stage_proof(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    try:
+        from tawa_xdsl.verify import verify_module
+    except ImportError as error:
+        raise NotSupported("the verifier is not available") from error
+    report = verify_module(require(state, "lowered", "mbarrier"))
+    if not report.proved:
+        raise AssertionError(report.summary())
+    return report.summary()
+
+
+def stage_ptx(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+    from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+
+    try:
+        kernel = compile_to_ptx(module, CompileOptions(**case.options))
+    except DiagnosticException as error:
+        raise NotSupported(str(error).splitlines()[0]) from error
+    state["kernel"] = kernel
+    lines = kernel.ptx.count("\n")
+    if find_ptxas() is None:
+        return f"{lines} lines of PTX (ptxas not found: not assembled)"
+    result = assemble(kernel.ptx)
+    if not result.ok:
+        raise AssertionError(f"ptxas: {(result.forbidden() or result.log.splitlines())[:1]}")
+    return f"{lines} lines of PTX, ptxas ok, {result.registers} registers/thread"
+
+
+def stage_gpu(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    from tawa_xdsl.descriptor import TensorDescriptor
+    from tawa_xdsl.runtime import gpu_available
+
+    kernel = require(state, "kernel", "ptx")
+    if not gpu_available():
+        raise Skipped("no sm_90 GPU")
+    args = launch.fresh_args()
+    kernel_op = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    launch_args = [
+        TensorDescriptor.from_tensor(value, list(param.type.get_block_shape()))
+        if isinstance(param.type, DescType)
+        else value
+        for value, param in zip(args, kernel_op.body.block.args, strict=True)
+    ]
+    kernel.launch(launch.grid, *launch_args)
+    ok, error = close_to_reference(args[launch.output], launch.reference)
+    if not ok:
+        raise AssertionError(f"differs from numpy by {error:.2e}")
+    return f"max abs err {error:.1e} vs numpy"
+
+
+STAGES: list[tuple[str, Callable[..., str]]] = [
+    ("tile interpreter", stage_tile),
+    ("aref interpreter", stage_aref),
+    ("mbarrier interp.", stage_mbarrier),
+    ("proof (Z3)", stage_proof),
+    ("ptx", stage_ptx),
+    ("gpu", stage_gpu),
 ]
 
 
 def run_demo(seed: int = 0) -> int:
-    """Run every example; returns the process exit status."""
+    """Run every stage of every example; returns the process exit status."""
     ctx = make_context()
-    rng = np.random.default_rng(seed)
     failures = 0
-    print(f"{'example':<18} {'stage':<18} {'max abs err':>12} {'time':>8}  result")
+    print(f"{'example':<17} {'stage':<17} {'time':>7}  result")
     for case in CASES:
         module = parse_file(ctx, case.path)
-        grid, args, reference = case.launch(rng)
-        start = time.perf_counter()
-        (output,) = run_kernel(module, grid, args)
-        elapsed = time.perf_counter() - start
-        error = float(np.max(np.abs(output.astype(np.float32) - reference)))
-        # The outputs are fp16: rounding alone costs up to 2^-11 relative (half an ulp); allow
-        # a few ulps, plus an absolute term for attention's fp16 probabilities near zero.
-        close = np.allclose(output.astype(np.float32), reference, rtol=2e-3, atol=2e-3)
-        ok = bool(np.isfinite(output).all()) and close
-        failures += not ok
-        verdict = "ok" if ok else "WRONG"
-        print(
-            f"{case.name:<18} {'tile interpreter':<18} {error:>12.2e} {elapsed:>7.2f}s  {verdict}"
-        )
+        launch = case.launch(np.random.default_rng(seed))
+        state: dict[str, Any] = {"seed": seed}
+        for stage_name, stage in STAGES:
+            start = time.perf_counter()
+            try:
+                verdict = "ok: " + stage(module, case, launch, state)
+            except NotSupported as reason:
+                verdict = f"n/a: {reason}"
+            except Skipped as reason:
+                verdict = f"skipped: {reason}"
+            except (AssertionError, DiagnosticException) as error:
+                failures += 1
+                verdict = f"FAILED: {str(error).splitlines()[0] if str(error) else error!r}"
+            elapsed = time.perf_counter() - start
+            print(f"{case.name:<17} {stage_name:<17} {elapsed:>6.2f}s  {verdict}", flush=True)
     return 1 if failures else 0
