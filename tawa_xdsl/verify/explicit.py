@@ -373,8 +373,39 @@ class _Model:
         return None
 
 
-def search(ring: RingProtocolModel, max_states: int = 2_000_000) -> SearchResult:
-    """Breadth-first search for a shortest violating schedule (None: safe for every N)."""
+def blocked_report(model: _Model, state: tuple) -> str:
+    """Where every unfinished group waits, with the barrier bit it waits on."""
+    lines = []
+    more, (ppc, pk), cons = state[0], state[1], state[2]
+    if more and ppc < len(model.ring.producer.steps):
+        step = model.ring.producer.steps[ppc]
+        s = step.slot(pk)
+        bars = state[4] if step.barrier == "empty" else state[3]
+        lines.append(
+            f"P blocked at {step.text} @ {step.loc}: parity {step.parity(pk)}, "
+            f"{step.barrier}[{s}] bit {bars[s][0]}"
+        )
+    for i, c in enumerate(cons):
+        actor = model.cons[i]
+        if c[0] < len(actor.steps) and model.has_more(state, i) is not False:
+            step = actor.steps[c[0]]
+            use = (c[1] - step.lag) % model.M
+            s = step.slot(use)
+            bars = state[3] if step.barrier == "full" else state[4]
+            lines.append(
+                f"{model.cons_names[i]} blocked at {step.text} @ {step.loc}: parity "
+                f"{step.parity(use)}, {step.barrier}[{s}] bit {bars[s][0]}"
+            )
+    return "; ".join(lines)
+
+
+def search(
+    ring: RingProtocolModel, max_states: int = 2_000_000, symmetry: bool = True
+) -> SearchResult:
+    """Breadth-first search for a shortest violating schedule (None: safe for every N).
+
+    With `symmetry`, identical warpgroups of a group are interchangeable (states are sorted
+    over them); a violation is then searched again without, so its trace names them right."""
     model = _Model(ring, max_states)
     inits = model.initial()
     parent: dict[tuple, tuple[tuple, Event] | None] = {s: None for s in inits}
@@ -396,7 +427,7 @@ def search(ring: RingProtocolModel, max_states: int = 2_000_000) -> SearchResult
 
     def canonical(state: tuple) -> tuple:
         cons = state[2]
-        if all(hi - lo < 2 for lo, hi in groups):
+        if not symmetry or all(hi - lo < 2 for lo, hi in groups):
             return state
         parts: list = []
         for lo, hi in groups:
@@ -406,15 +437,25 @@ def search(ring: RingProtocolModel, max_states: int = 2_000_000) -> SearchResult
     while queue:
         state = queue.popleft()
         succ, bad = model.successors(state)
+        if bad and symmetry:
+            return search(ring, max_states, symmetry=False)
         if bad:
             ev = succ[0][0]
             return SearchResult(bad.split(":")[0], bad, path(state) + [(ev, state)], len(parent))
         if not succ:
             if model.finished(state):
                 bad = model.exit_violation(state)
+                if bad and symmetry:
+                    return search(ring, max_states, symmetry=False)
                 if bad:
                     return SearchResult("EXIT", bad, path(state), len(parent))
                 continue
+            if symmetry:
+                return search(ring, max_states, symmetry=False)
+            message = "DEADLOCK: every unfinished group is blocked and no copy is in flight: "
+            return SearchResult(
+                "DEADLOCK", message + blocked_report(model, state), path(state), len(parent)
+            )
             return SearchResult(
                 "DEADLOCK",
                 "DEADLOCK: every unfinished group is blocked and no copy is in flight",

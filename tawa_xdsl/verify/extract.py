@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -95,16 +95,23 @@ class RingProtocolModel:
 
 
 def _expr(value: SSAValue) -> tuple:
-    """A structural key of an i32 value: arith trees over block arguments and constants."""
+    """A structural key of an i32 value: its defining ops (name, properties, operands) down to
+    kernel arguments and constants, so clones of one computation in two groups compare equal."""
     const = protocol.constant_of(value)
     if const is not None:
         return ("c", const)
     op = value.owner
-    if isinstance(op, Operation) and op.name.startswith("arith.") and op.results:
-        return (op.name, *(_expr(v) for v in op.operands))
     if isinstance(op, Operation):
-        return ("op", op.name, id(op))
-    return ("arg", id(op), getattr(value, "index", 0))
+        if op.regions:
+            return ("region-op", op.name, id(op))
+        props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
+        index = list(op.results).index(value)
+        return (op.name, props, index, *(_expr(v) for v in op.operands))
+    block = op
+    parent = block.parent_op()
+    if isinstance(parent, func.FuncOp):
+        return ("kernel-arg", getattr(value, "index", 0))
+    return ("arg", id(block), getattr(value, "index", 0))
 
 
 def _trip_key(loops: list[scf.ForOp]) -> tuple:
@@ -119,9 +126,9 @@ def trip_difference(a: tuple, b: tuple) -> int | None:
         return None
 
     def split(e: tuple) -> tuple[tuple, int]:
-        if e[0] in ("arith.addi", "arith.subi") and e[2][0] == "c":
-            base, off = split(e[1])
-            return base, off + (e[2][1] if e[0] == "arith.addi" else -e[2][1])
+        if e[0] in ("arith.addi", "arith.subi") and e[4][0] == "c":
+            base, off = split(e[3])
+            return base, off + (e[4][1] if e[0] == "arith.addi" else -e[4][1])
         return e, 0
 
     (ba, oa), (bb, ob) = split(a[-1][1]), split(b[-1][1])
