@@ -4,9 +4,10 @@ Each `tile.load` whose tile the consumer uses is published through a ring: the p
 `aref.put`s the loaded tiles, the consumer `aref.get`s them (every consumer use is rewired to
 the get's results) and `aref.consumed`s the slot after the last use in the get's block. Loads
 of one block that feed the same `tile.dot` (through reshape/trans/convert/broadcast) share one
-tuple ring. Groups of loads in different blocks with the same payload types share one ring
-(two K loops in sequence): the use counter simply continues. The use counter of a ring is an
-i32 that starts at 0 in the kernel and is carried through every enclosing `scf.for` as an
+tuple ring. Groups of loads in disjoint blocks with the same payload types share one ring
+(two K loops in sequence): the use counter simply continues; a block never shares with a
+block it encloses (a tile loaded before a loop may be held across it). The use counter of a
+ring is an i32 that starts at 0 in the kernel and is carried through every enclosing `scf.for` as an
 extra iter_arg (role `both`), so each side counts 0, 1, 2, ... in program order, across
 sequential loops, nested loops and persistent tile loops, and zero-trip loops need no care.
 
@@ -111,15 +112,31 @@ def _group_loads(loads: Sequence[tile.LoadOp]) -> list[_Site]:
     return [_Site(group) for group in groups.values()]
 
 
+def _nested(outer: Block, inner: Block) -> bool:
+    """Whether `inner` is `outer` or lies inside one of `outer`'s ops."""
+    block: Block | None = inner
+    while block is not None:
+        if block is outer:
+            return True
+        parent = block.parent_op()
+        block = parent.parent_block() if parent is not None else None
+    return False
+
+
 def _assign_rings(sites: list[_Site]) -> list[_Ring]:
-    """Sites with the same payload types share a ring, unless they sit in the same block."""
+    """Sites with the same payload types share a ring, unless one's block is or encloses
+    the other's: a tile loaded outside a loop (attention's Q) is held across the loop, so a
+    loop's loads of the same type (K when BLOCK_N == BLOCK_M) must not queue behind it."""
     rings: list[_Ring] = []
     for site in sites:
         payload = tuple(load.result.type for load in site.loads)
         shared = [
             index
             for index, ring in enumerate(rings)
-            if ring.payload == payload and all(s.block is not site.block for s in ring.sites)
+            if ring.payload == payload
+            and not any(
+                _nested(s.block, site.block) or _nested(site.block, s.block) for s in ring.sites
+            )
         ]
         if not shared:
             shared = [len(rings)]
