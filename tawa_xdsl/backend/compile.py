@@ -171,9 +171,11 @@ def tensor_map_info(kernel: func.FuncOp) -> dict[int, TensorMapInfo]:
     infos = {}
     for arg in kernel.body.block.args:
         if isinstance(arg.type, DescType):
-            infos[arg.index] = TensorMapInfo(
-                arg.index, arg.type.get_block_shape(), swizzle.get(arg.index, 0)
-            )
+            box, span = arg.type.get_block_shape(), swizzle.get(arg.index, 0)
+            if span:  # rows wider than the span are copied one 128-byte column slab per box
+                inner = span // nvgpu.element_bytes(arg.type.element_type)
+                box = (*box[:-1], min(box[-1], inner))
+            infos[arg.index] = TensorMapInfo(arg.index, box, span)
     return infos
 
 

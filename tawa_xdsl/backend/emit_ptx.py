@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
+from tawa_xdsl.backend.emit_attention import attention_handlers
 from tawa_xdsl.backend.layout import WGMMA_ROW
 from tawa_xdsl.backend.ptx import (
     KernelText,
@@ -479,6 +480,7 @@ class KernelPrinter:
             table[cls] = self.int_binary
         for cls in FLOAT_BINARY:
             table[cls] = self.float_binary
+        table.update(attention_handlers(self, dict(table)))  # slabs, RS wgmma, masks, rank 3
         return table
 
     # ------------------------------------------------------------- arith, scf

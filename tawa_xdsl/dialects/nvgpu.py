@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
     BFloat16Type,
+    DenseArrayBase,
     Float8E4M3FNType,
     Float8E5M2Type,
     Float16Type,
@@ -43,6 +44,7 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_attr_definition,
@@ -409,9 +411,19 @@ def _verify_offsets(op: IRDLOperation, desc: DescType, offsets: Sequence[SSAValu
         )
 
 
+def squeeze_leading(shape: Sequence[int]) -> tuple[int, ...]:
+    """`shape` without its leading unit dims, keeping at least two (1x128x64 -> 128x64)."""
+    dims = tuple(shape)
+    while len(dims) > 2 and dims[0] == 1:
+        dims = dims[1:]
+    return dims
+
+
 def _verify_tma_box(op: IRDLOperation, desc: DescType, buf: SmemType) -> None:
-    """The TMA box is the descriptor's block; it must fill exactly one smem slot."""
-    if desc.get_block_shape() != buf.slot_shape or desc.element_type != buf.element_type:
+    """The TMA box is the descriptor's block; it must fill exactly one smem slot (leading unit
+    dims of the block may be dropped in the slot: a 1x64x64 block fills a 64x64 slot)."""
+    same = squeeze_leading(desc.get_block_shape()) == squeeze_leading(buf.slot_shape)
+    if not same or desc.element_type != buf.element_type:
         raise VerifyException(
             f"'{op.name}' descriptor block {format_shape(desc.get_block_shape())}x"
             f"{desc.element_type} must equal the smem slot {format_shape(buf.slot_shape)}x"
@@ -1334,9 +1346,10 @@ class FragmentStoreGlobalOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_store_global' needs a wgmma_acc fragment, got {frag}"
             )
-        if desc.rank != 2:
+        if desc.rank < 2 or any(d != 1 for d in desc.get_block_shape()[:-2]):
             raise VerifyException(
-                f"'nvgpu.fragment_store_global' needs a rank-2 descriptor, got {desc}"
+                f"'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose "
+                f"leading block dims are 1, got {desc}"
             )
         _verify_offsets(self, desc, self.offsets)
         if frag.element_type != desc.element_type:
@@ -1344,6 +1357,79 @@ class FragmentStoreGlobalOp(IRDLOperation):
                 f"'nvgpu.fragment_store_global' element types differ: {frag.element_type} into "
                 f"{desc.element_type} (convert first)"
             )
+
+
+@irdl_op_definition
+class FragmentMaskOp(IRDLOperation):
+    """Keep element (r, c) of an accumulator where every condition
+    `row_coefficients[k] * r + col_coefficients[k] * c < bounds[k]` holds, else `fill`
+    (`setp.lt.s32` per condition and value, `and.pred`, `selp.f32`).
+
+    r and c are coordinates in the fragment's tile (0 .. rows - 1, 0 .. cols - 1). Attention
+    masks keys past the sequence end with (0, 1, seq - start_n) and, when causal, keys after
+    the query row with (-1, 1, off_m - start_n + 1)."""
+
+    name = "nvgpu.fragment_mask"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    source = operand_def(T)
+    fill = operand_def()
+    bounds = var_operand_def(i32)
+    row_coefficients = prop_def(DenseArrayBase)
+    col_coefficients = prop_def(DenseArrayBase)
+    result = result_def(T)
+
+    assembly_format = (
+        "$source `,` $fill `where` `[` $bounds `]` attr-dict `:` type($source) `,` "
+        "type($fill)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        source: SSAValue,
+        fill: SSAValue,
+        conditions: Sequence[tuple[int, int, SSAValue]],
+    ):
+        super().__init__(
+            operands=[source, fill, [b for _, _, b in conditions]],
+            properties={
+                "row_coefficients": DenseArrayBase.from_list(i32, [r for r, _, _ in conditions]),
+                "col_coefficients": DenseArrayBase.from_list(i32, [c for _, c, _ in conditions]),
+            },
+            result_types=[source.type],
+        )
+
+    def conditions(self) -> list[tuple[int, int, SSAValue]]:
+        """(row coefficient, column coefficient, bound) of each condition."""
+        rows = self.row_coefficients.get_values()
+        cols = self.col_coefficients.get_values()
+        return [(int(r), int(c), b) for r, c, b in zip(rows, cols, self.bounds, strict=True)]
+
+    def verify_(self) -> None:
+        src = _fragment_type(self.source)
+        if src.kind != FragmentLayout.WGMMA_ACC or not isinstance(src.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_mask' needs a wgmma_acc fragment of f32, got {src}"
+            )
+        if self.fill.type != src.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_mask' fill type {self.fill.type} must equal the element type "
+                f"{src.element_type}"
+            )
+        counts = {
+            len(self.row_coefficients.get_values()),
+            len(self.col_coefficients.get_values()),
+            len(self.bounds),
+        }
+        if len(counts) != 1:
+            raise VerifyException(
+                "'nvgpu.fragment_mask' needs one row coefficient, one column coefficient and "
+                "one bound per condition"
+            )
+        if not self.bounds:
+            raise VerifyException("'nvgpu.fragment_mask' needs at least one condition")
 
 
 Nvgpu = Dialect(
@@ -1388,6 +1474,7 @@ Nvgpu = Dialect(
         FragmentBroadcastRowsOp,
         FragmentStoreOp,
         FragmentStoreGlobalOp,
+        FragmentMaskOp,
     ],
     [
         MBarrierType,

@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import PassFailedException
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
+from tawa_xdsl.transforms.lower_to_nvgpu_attention import lower_attention_consumers
 
 WARPGROUP_THREADS = 128
 
@@ -128,6 +129,7 @@ def lower_kernel(kernel: func.FuncOp) -> None:
         raise PassFailedException(
             f"lower-to-nvgpu: @{kernel.sym_name.data} still has aref ops; run lower-aref first"
         )
+    lower_attention_consumers(kernel)  # softmax consumers first (lower_to_nvgpu_attention)
     threads = define_threads(block)
     guard_barrier_init(block, threads)
     warpgroups = lower_warp_specialize(specialize[0], threads)

@@ -1,0 +1,88 @@
+"""The attention forward of `examples/attention.py` taken to PTX for the H200.
+
+    from attention_compile import compile_attention
+    kernel = compile_attention(head_dim=128, dtype="bf16", causal=True)
+    kernel.launch(grid(seq, batch_heads), q, k, v, o, seq, sm_scale)   # [B*H, seq, d] tensors
+
+The language kernel `attn_fwd` is specialized for (head dim, BLOCK_M = 128, BLOCK_N, causal)
+and compiled to tile IR; bf16 is the same program with every f16 type renamed (the kernel
+writes `p.to(tl.float16)`), then `compile_to_ptx` runs the warp-specialization pipeline (two
+consumer warpgroups of 64 query rows each). `examples/attention.mlir` and
+`attention_causal.mlir` are the hand-written d = 64, f16 forms of the same program.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+import tawa_xdsl.language as tl
+from tawa_xdsl.backend.compile import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.dialects import make_context
+from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
+
+EXAMPLES = Path(__file__).resolve().parent
+BLOCK_M = 128  # two consumer warpgroups of 64 rows
+
+
+def default_block_n(head_dim: int) -> int:
+    """Keys per step: 128 for d = 64, 64 for d = 128 (S, P and O fit the 232 registers)."""
+    return 128 if head_dim <= 64 else 64
+
+
+@functools.cache
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("attention_example", EXAMPLES / "attention.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tile_module(
+    head_dim: int, dtype: str = "f16", causal: bool = False, block_n: int | None = None
+) -> ModuleOp:
+    """The tile IR of `attn_fwd` for these parameters (a fresh module)."""
+    bn = block_n or default_block_n(head_dim)
+    f16 = tl.float16
+    kernel = _example().attn_fwd.compile(
+        DescriptorArg(f16, (1, BLOCK_M, head_dim)),
+        DescriptorArg(f16, (1, bn, head_dim)),
+        DescriptorArg(f16, (1, bn, head_dim)),
+        DescriptorArg(f16, (1, BLOCK_M, head_dim)),
+        ScalarArg(tl.int32),
+        ScalarArg(tl.float32),
+        HEAD_DIM=head_dim,
+        BLOCK_M=BLOCK_M,
+        BLOCK_N=bn,
+        CAUSAL=causal,
+    )
+    text = str(kernel.module)
+    if dtype == "bf16":
+        text = text.replace("xf16", "xbf16")
+    elif dtype != "f16":
+        raise ValueError(f"dtype must be f16 or bf16, got {dtype}")
+    return Parser(make_context(), text).parse_module()
+
+
+@functools.cache
+def compile_attention(
+    head_dim: int,
+    dtype: str = "f16",
+    causal: bool = False,
+    block_n: int | None = None,
+    stages: int = 2,
+) -> CompiledKernel:
+    """The attention forward as a launchable kernel (cached per configuration)."""
+    options = CompileOptions(stages=stages, mma_depth=2, consumers=2)
+    return compile_to_ptx(tile_module(head_dim, dtype, causal, block_n), options)
+
+
+def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:
+    """One program per 128 query rows of one (batch, head)."""
+    return (-(-seq // BLOCK_M), batch_heads, 1)
