@@ -17,7 +17,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["TensorDescriptor", "jit", "language"]
+__all__ = ["Config", "TensorDescriptor", "autotune", "jit", "language"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +26,15 @@ def __getattr__(name: str) -> Any:
         import tawa_xdsl.jit as jit_module
 
         return jit_module
+    if name == "autotune":
+        # Callable too: `@tawa_xdsl.autotune(configs=[...], key=[...])`.
+        import tawa_xdsl.autotune as autotune_module
+
+        return autotune_module
+    if name == "Config":
+        from tawa_xdsl.autotune import Config
+
+        return Config
     if name == "TensorDescriptor":
         from tawa_xdsl.descriptor import TensorDescriptor
 

@@ -33,7 +33,10 @@ from tawa_xdsl.frontend.signature import ArgType, arg_type_of
 
 # Launch options Triton accepts beside the kernel's own parameters; they do not change the
 # tile IR but are part of the compile key, so later stages can use them.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "num_consumer_groups", "maxnreg")
+LAUNCH_OPTIONS = (
+    "num_warps", "num_stages", "num_ctas", "num_consumer_groups", "maxnreg",
+    "mma_depth", "persistent", "epilogue",  # tawa's own (CompileOptions)
+)  # fmt: skip
 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
 

@@ -29,7 +29,16 @@ COMBOS = [
     for d, p, c, persistent in itertools.product((1, 2, 4), (1, 2, 3), (1, 2), (False, True))
     if p <= d
 ]
-BF16_COMBOS = [CompileOptions(4, 2, 2, False), CompileOptions(3, 1, 1, True)]
+# The st.shared + TMA-store epilogue over D, P, consumers and persistence.
+TMA_COMBOS = [
+    CompileOptions(stages=d, mma_depth=p, consumers=c, persistent=persistent, epilogue="tma")
+    for d, p, c, persistent in itertools.product((2, 4), (1, 2), (1, 2), (False, True))
+]
+BF16_COMBOS = [
+    CompileOptions(4, 2, 2, False),
+    CompileOptions(3, 1, 1, True),
+    CompileOptions(4, 2, 2, True, "tma"),
+]
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
 
@@ -40,7 +49,10 @@ def compile_text(text: str, options: CompileOptions) -> str:
 
 
 def _name(o: CompileOptions) -> str:
-    return f"D{o.stages}-P{o.mma_depth}-C{o.consumers}{'-persistent' if o.persistent else ''}"
+    return (
+        f"D{o.stages}-P{o.mma_depth}-C{o.consumers}{'-persistent' if o.persistent else ''}"
+        f"-{o.epilogue}"
+    )
 
 
 def test_ptx_is_ascii_with_the_required_header():
@@ -52,7 +64,9 @@ def test_ptx_is_ascii_with_the_required_header():
 
 @needs_ptxas
 @pytest.mark.parametrize(
-    ("text", "combos"), [(GEMM, COMBOS), (GEMM_BF16, BF16_COMBOS)], ids=["f16", "bf16"]
+    ("text", "combos"),
+    [(GEMM, COMBOS), (GEMM, TMA_COMBOS), (GEMM_BF16, BF16_COMBOS)],
+    ids=["f16", "f16-tma", "bf16"],
 )
 def test_every_combination_assembles_without_serialization(text: str, combos):
     ptxs = {_name(o): compile_text(text, o) for o in combos}
@@ -60,3 +74,27 @@ def test_every_combination_assembles_without_serialization(text: str, combos):
         results = dict(zip(ptxs, pool.map(assemble, ptxs.values()), strict=True))
     failures = {name: r.log for name, r in results.items() if not r.ok or r.registers is None}
     assert not failures, "\n\n".join(f"{n}:\n{log}" for n, log in failures.items())
+
+
+# 128x256 tiles (two cooperating consumers of 64x256 accumulators, 128 registers each), from
+# the language kernel of examples/gemm.py; D = 3 leaves room for the 64 KiB TMA-store staging.
+WIDE_COMBOS = [
+    CompileOptions(3, 2, 2, True, "tma"),
+    CompileOptions(3, 1, 2, False, "tma"),
+    CompileOptions(4, 2, 2, True, "global"),
+]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wide_tiles_assemble_without_spills(dtype: str):
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.gemm_configs import gemm_tile_ir
+
+    module = gemm_tile_ir(128, 256, 64, getattr(tl, dtype))
+    for options in WIDE_COMBOS:
+        kernel = compile_to_ptx(module, options)
+        result = assemble(kernel.ptx)
+        assert result.ok and result.registers is not None, f"{_name(options)}:\n{result.log}"
+        assert "0 bytes spill stores" in result.log, result.log
+        assert kernel.smem_bytes <= 227 * 1024
