@@ -1,10 +1,13 @@
-"""GEMM benchmark: the generated warp-specialized kernel vs cuBLAS (torch.matmul), same run.
+"""GEMM benchmark: the generated warp-specialized kernel (best config) vs cuBLAS, same run.
 
-    python bench/gemm.py [--dtype bf16|f16] [--out bench/results/gemm.json]
+    python bench/gemm.py [--dtypes bf16,f16] [--out bench/results/gemm.json]
 
-M = N = 8192, K from 256 to 16384. Prints TFLOP/s of ours and of cuBLAS and their ratio, one
-line per K and option set, and writes the table as JSON. Timing: triton.testing.do_bench
-(CUDA events, median), fresh random inputs (never zeros), checked against torch first.
+C = A @ B^T, M = N = 8192, K from 256 to 16384. For each dtype and K, every config of
+`tawa_xdsl.gemm_configs.GEMM_CONFIGS` is timed through `tawa_xdsl.autotune.Autotuner.tune`
+(the same search `@autotune` runs), the winner is checked against torch (relative error), and
+cuBLAS (torch.matmul) is timed in the same process. Prints one line per K with the best
+config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing:
+triton.testing.do_bench (CUDA events, median), fresh random inputs (never zeros).
 """
 
 from __future__ import annotations
@@ -13,80 +16,112 @@ import argparse
 import json
 import platform
 import sys
+import time
 from pathlib import Path
 
 import torch
 from triton.testing import do_bench
-from xdsl.parser import Parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx  # noqa: E402
-from tawa_xdsl.dialects import make_context  # noqa: E402
+import tawa_xdsl.language as tl  # noqa: E402
+from tawa_xdsl.autotune import Autotuner, Config  # noqa: E402
+from tawa_xdsl.backend.compile import CompiledKernel, compile_to_ptx, options_from_launch  # noqa: E402
+from tawa_xdsl.gemm_configs import GEMM_CONFIGS, gemm_tile_ir  # noqa: E402
 
-GEMM = (Path(__file__).resolve().parents[1] / "examples" / "gemm.mlir").read_text()
-OPTIONS = {
-    "D4-P1-coop": CompileOptions(stages=4, mma_depth=1, consumers=2, persistent=False),
-    "D4-P2-coop": CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=False),
-    "D6-P2-coop": CompileOptions(stages=6, mma_depth=2, consumers=2, persistent=False),
-    "D4-P2-coop-persistent": CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True),
-}
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+DTYPES = {"bf16": (torch.bfloat16, tl.bfloat16), "f16": (torch.float16, tl.float16)}
+
+
+def timer(run) -> float:
+    return float(do_bench(run, warmup=25, rep=100, return_mode="median"))
+
+
+def short(config: Config) -> str:
+    """BN128-D4P2-tma-pers: tile width, D, P, epilogue, persistence."""
+    o = config.options()
+    return (
+        f"BN{config.kwargs['BLOCK_N']}-D{o['num_stages']}P{o['mma_depth']}-{o['epilogue']}"
+        f"{'-pers' if o.get('persistent') else ''}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
+    parser.add_argument("--dtypes", default="bf16,f16")
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--out", default="bench/results/gemm.json")
+    parser.add_argument("--ptx-dir", default=None, help="write each winner's PTX here")
     args = parser.parse_args()
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    text = GEMM if args.dtype == "f16" else GEMM.replace("xf16>", "xbf16>")
-    kernels = {
-        name: compile_to_ptx(Parser(make_context(), text).parse_module(), opts)
-        for name, opts in OPTIONS.items()
-    }
     m = n = args.size
     rows = []
-    for k in map(int, args.ks.split(",")):
-        a = torch.randn(m, k, device="cuda").to(dtype)
-        b = torch.randn(n, k, device="cuda").to(dtype)
-        flop = 2 * m * n * k
-        ms_cublas = do_bench(lambda a=a, b=b: a @ b.T, warmup=25, rep=100, return_mode="median")
-        ref = a.float() @ b.float().T
-        for name, kernel in kernels.items():
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-            grid = ((m // 128) * (n // 128), 1, 1)
-            run = kernel.prepare(grid, a, b, c, m, n, k)
-            run()
+    for dname in args.dtypes.split(","):
+        tdtype, ldtype = DTYPES[dname]
+        kernels: dict[Config, CompiledKernel] = {}
+        t0 = time.time()
+        for config in GEMM_CONFIGS:
+            kw = config.kwargs
+            module = gemm_tile_ir(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], ldtype)
+            kernels[config] = compile_to_ptx(module, options_from_launch(config.options()))
+        print(f"{dname}: compiled {len(kernels)} configs in {time.time() - t0:.1f}s", flush=True)
+        tuner = Autotuner(None, GEMM_CONFIGS, ["M", "N", "K"], timer=timer, use_disk=False)
+        for k in map(int, args.ks.split(",")):
+            a = torch.randn(m, k, device="cuda").to(tdtype)
+            b = torch.randn(n, k, device="cuda").to(tdtype)
+            c = torch.empty(m, n, device="cuda", dtype=tdtype)
+            flop = 2 * m * n * k
+
+            def run(config: Config, a=a, b=b, c=c, k=k):
+                bm, bn = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
+                grid = (-(-m // bm) * -(-n // bn), 1, 1)
+                return kernels[config].prepare(grid, a, b, c, m, n, k)  # noqa: B023
+
+            best = tuner.tune((m, n, k, dname), run)
+            ms_cublas = timer(lambda a=a, b=b: a @ b.T)
+            c.fill_(float("nan"))
+            run(best)()
             torch.cuda.synchronize()
+            ref = a.float() @ b.float().T
             err = ((c.float() - ref).norm() / ref.norm()).item()
-            ms = do_bench(run, warmup=25, rep=100, return_mode="median")
+            times = tuner.timings[(m, n, k, dname)]
+            ms = times[best]
             row = {
-                "M": m, "N": n, "K": k, "dtype": args.dtype, "kernel": name,
-                "tflops": flop / ms / 1e9, "cublas_tflops": flop / ms_cublas / 1e9,
-                "ratio": ms_cublas / ms, "rel_err": err,
+                "M": m, "N": n, "K": k, "dtype": dname, "best": short(best),
+                "best_config": best.to_json(), "tflops": flop / ms / 1e9,
+                "cublas_tflops": flop / ms_cublas / 1e9, "ratio": ms_cublas / ms,
+                "rel_err": err,
+                "configs": {short(cf): flop / t / 1e9 for cf, t in times.items()},
             }  # fmt: skip
             rows.append(row)
             print(
-                f"K={k:6d} {name:24s} ours {row['tflops']:7.1f} TFLOP/s  cuBLAS "
-                f"{row['cublas_tflops']:7.1f}  ratio {row['ratio']:.3f}  relerr {err:.1e}",
+                f"{dname} K={k:6d} best {short(best):22s} ours {row['tflops']:7.1f} TFLOP/s  "
+                f"cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.3f}  relerr {err:.1e}"
+                "  | " + " ".join(f"{name}:{v:.0f}" for name, v in row["configs"].items()),
                 flush=True,
             )
+            if args.ptx_dir:
+                Path(args.ptx_dir).mkdir(parents=True, exist_ok=True)
+                (Path(args.ptx_dir) / f"{short(best)}.ptx").write_text(kernels[best].ptx)
+            del a, b, c, ref
     meta = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "timing": "triton.testing.do_bench median, warmup 25 ms, rep 100 ms",
+        "configs": [c.to_json() for c in GEMM_CONFIGS],
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"\n{'K':>6} " + " ".join(f"{n:>24}" for n in kernels) + f" {'cuBLAS':>8}")
-    for k in map(int, args.ks.split(",")):
-        these = [r for r in rows if r["K"] == k]
-        cells = " ".join(f"{r['tflops']:8.1f} ({r['ratio']:.2f}x)".rjust(24) for r in these)
-        print(f"{k:6d} {cells} {these[0]['cublas_tflops']:8.1f}")
+    print(f"\n{'dtype':>5} {'K':>6} {'ours':>8} {'cuBLAS':>8} {'ratio':>6}  best")
+    for r in rows:
+        print(
+            f"{r['dtype']:>5} {r['K']:6d} {r['tflops']:8.1f} {r['cublas_tflops']:8.1f} "
+            f"{r['ratio']:6.3f}  {r['best']}"
+        )
+    for dname in {r["dtype"] for r in rows}:
+        ratios = [r["ratio"] for r in rows if r["dtype"] == dname]
+        print(f"{dname}: mean ratio {sum(ratios) / len(ratios):.3f}, min {min(ratios):.3f}")
 
 
 if __name__ == "__main__":

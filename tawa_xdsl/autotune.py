@@ -69,7 +69,9 @@ class Config:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Config:
-        return Config(dict(data.get("kwargs", {})), **{n: data[n] for n in OPTION_NAMES if n in data})
+        return Config(
+            dict(data.get("kwargs", {})), **{n: data[n] for n in OPTION_NAMES if n in data}
+        )
 
     def __hash__(self) -> int:
         return hash(json.dumps(self.to_json(), sort_keys=True, default=str))

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 -- the MLIR template keeps its lines whole
 """The GEMM C = A @ B^T at tile level for any tile shape, and the configurations tuned over.
 
 `gemm_tile_ir(128, 256, 64, tl.bfloat16)` is examples/gemm.mlir with its block sizes and

@@ -28,6 +28,16 @@ COMBOS = [
     CompileOptions(stages=2, mma_depth=2, consumers=1, persistent=True),
     CompileOptions(stages=1, mma_depth=1, consumers=2, persistent=False),
     CompileOptions(stages=4, mma_depth=3, consumers=1, persistent=False),
+    # st.shared + TMA-store epilogue
+    CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True, epilogue="tma"),
+    CompileOptions(stages=3, mma_depth=1, consumers=1, persistent=False, epilogue="tma"),
+    CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=False, epilogue="tma"),
+]
+# 128x256 tiles (tawa_xdsl.gemm_configs): two cooperating 64x256 consumers
+WIDE = [
+    CompileOptions(stages=3, mma_depth=2, consumers=2, persistent=True, epilogue="tma"),
+    CompileOptions(stages=3, mma_depth=1, consumers=2, persistent=False, epilogue="tma"),
+    CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True, epilogue="global"),
 ]
 SHAPES = [(256, 256, 256), (384, 640, 1024), (300, 200, 136), (129, 1000, 72), (1024, 256, 4096)]
 
@@ -38,12 +48,23 @@ def compiled(dtype: str, options: CompileOptions) -> CompiledKernel:
     return compile_to_ptx(Parser(make_context(), text).parse_module(), options)
 
 
-def run_gemm(kernel: CompiledKernel, m: int, n: int, k: int, dtype) -> tuple[float, int]:
+@functools.cache
+def compiled_wide(dtype: str, options: CompileOptions) -> CompiledKernel:
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.gemm_configs import gemm_tile_ir
+
+    ldtype = tl.float16 if dtype == "f16" else tl.bfloat16
+    return compile_to_ptx(gemm_tile_ir(128, 256, 64, ldtype), options)
+
+
+def run_gemm(
+    kernel: CompiledKernel, m: int, n: int, k: int, dtype, block_n: int = 128
+) -> tuple[float, int]:
     """(relative error vs float32, count of unwritten outputs) on fresh random inputs."""
     a = torch.randn(m, k, device="cuda").to(dtype)
     b = torch.randn(n, k, device="cuda").to(dtype)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-    grid = (-(-m // 128) * -(-n // 128), 1, 1)
+    grid = (-(-m // 128) * -(-n // block_n), 1, 1)
     kernel.launch(grid, a, b, c, m, n, k)
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T
@@ -55,11 +76,28 @@ def run_gemm(kernel: CompiledKernel, m: int, n: int, k: int, dtype) -> tuple[flo
 @pytest.mark.parametrize(
     "options",
     COMBOS,
-    ids=lambda o: f"D{o.stages}P{o.mma_depth}C{o.consumers}{'p' if o.persistent else ''}",
+    ids=lambda o: (
+        f"D{o.stages}P{o.mma_depth}C{o.consumers}{'p' if o.persistent else ''}-{o.epilogue}"
+    ),
 )
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_matches_reference(shape, dtype, options):
     err, unwritten = run_gemm(compiled(dtype, options), *shape, DTYPES[dtype])
+    assert unwritten == 0
+    assert err < 1e-2, f"relative error {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "options",
+    WIDE,
+    ids=lambda o: f"D{o.stages}P{o.mma_depth}{'p' if o.persistent else ''}-{o.epilogue}",
+)
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wide_gemm_matches_reference(shape, dtype, options):
+    kernel = compiled_wide(dtype, options)
+    err, unwritten = run_gemm(kernel, *shape, DTYPES[dtype], block_n=256)
     assert unwritten == 0
     assert err < 1e-2, f"relative error {err:.2e}"
