@@ -1,0 +1,59 @@
+// lower-to-nvgpu on the causal attention forward (examples/attention_causal.mlir through the
+// warp-specialization pipeline): 1x..x.. boxes fill 2-D slots; S = Q K^T is an SS wgmma on this
+// warpgroup's 64 rows of Q, waited before its K slot is released; the mask is one
+// fragment_mask (keys < seq, keys <= query row); row max / row sum are per-thread reductions
+// and two butterflies; P feeds the P V wgmma from registers with V read N-major; the epilogue
+// divides by the row sum and stores through the rank-3 descriptor.
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' | filecheck %s
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' -t ptx | filecheck %s --check-prefix=PTX
+
+// CHECK:     func.func @attention_causal({{.*}}) attributes {nvgpu.threads = 384 : i32}
+// CHECK:     %q3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<1x128x64xf16, swizzle 128>
+// CHECK:     %k3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+// CHECK:     nvgpu.setmaxnreg increase 232
+// CHECK:     %m0 = nvgpu.fragment_splat %neg_inf : f32 -> !nvgpu.fragment<wgmma_row, 64xf32>
+// CHECK:     %acc0 = nvgpu.fragment_splat %zero : f32 -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+
+// The first S, peeled before the loop:
+// CHECK:       nvgpu.wgmma_fence
+// CHECK-NEXT:  %qk = nvgpu.wgmma_mma_async %q3_ring_buf0[%slot_3, %row0], %k3_ring_buf0[%slot_4], %{{.*}} :
+// CHECK-NEXT:  nvgpu.wgmma_commit_group
+// CHECK-NEXT:  nvgpu.wgmma_wait_group 0
+// CHECK:       nvgpu.mbarrier_arrive %k3_ring_empty
+
+// CHECK:     scf.for %start_n_1 = {{.*}} iter_args(%acc_i = %acc0, %l_i = %l0, %m_i = %m0, {{.*}}) -> (!nvgpu.fragment<wgmma_acc, 64x64xf32>, !nvgpu.fragment<wgmma_row, 64xf32>, !nvgpu.fragment<wgmma_row, 64xf32>, i32, i32, !nvgpu.fragment<wgmma_acc, 64x64xf32>)
+// CHECK:       %qk_2 = nvgpu.wgmma_mma_async
+// CHECK:       %qk_scaled = nvgpu.fragment_binary mul %qk_1, %qk_scale_t
+// CHECK:       %mask_bound = arith.addi %{{.*}}, %seq : i32
+// CHECK:       %mask_bound_1 = arith.addi %{{.*}}, %off_m_1 : i32
+// CHECK-NEXT:  %[[S:.*]] = nvgpu.fragment_mask %qk_scaled, %neg_inf where[%mask_bound, %mask_bound_1] {row_coefficients = array<i32: 0, -1>, col_coefficients = array<i32: 1, 1>}
+// CHECK-NEXT:  %row_max = nvgpu.fragment_row_reduce max %[[S]]
+// CHECK-NEXT:  %row_max_1 = nvgpu.shuffle_xor %row_max, 1
+// CHECK-NEXT:  %row_max_2 = nvgpu.fragment_binary max %row_max, %row_max_1
+// CHECK-NEXT:  %row_max_3 = nvgpu.shuffle_xor %row_max_2, 2
+// CHECK-NEXT:  %row_max_4 = nvgpu.fragment_binary max %row_max_2, %row_max_3
+// CHECK-NEXT:  %m_next = nvgpu.fragment_binary max %m_i, %row_max_4 : !nvgpu.fragment<wgmma_row, 64xf32>
+// CHECK-NEXT:  %m_next_b = nvgpu.fragment_broadcast_rows %m_next
+// CHECK-NEXT:  %s_shifted = nvgpu.fragment_binary sub %[[S]], %m_next_b
+// CHECK-NEXT:  %p = nvgpu.fragment_unary exp2 %s_shifted
+// CHECK:       %alpha = nvgpu.fragment_unary exp2 %m_diff : !nvgpu.fragment<wgmma_row, 64xf32>
+// CHECK:       %acc_scaled = nvgpu.fragment_binary mul %acc_i, %alpha_b
+// CHECK:       %p16 = nvgpu.fragment_convert %p : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_operand_a, 64x64xf16>
+// CHECK-NEXT:  nvgpu.wgmma_fence
+// CHECK-NEXT:  %acc_next = nvgpu.wgmma_mma_async_rs %p16, %v3_ring_buf0[%slot_8], %acc_scaled transpose_b
+// CHECK-NEXT:  nvgpu.wgmma_commit_group
+
+// Epilogue:
+// CHECK:     %o = nvgpu.fragment_binary div %acc, %l_b
+// CHECK-NEXT: %o16 = nvgpu.fragment_convert %o : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x64xf16>
+// CHECK:     nvgpu.fragment_store_global %o16, %o_desc[%head_1, %{{.*}}, %c0_1] : !nvgpu.fragment<wgmma_acc, 64x64xf16>, !tile.desc<1x128x64xf16>
+
+// PTX: .maxntid 384, 1, 1
+// PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, %desc_b64_{{[0-9]+}}, %desc_b64_{{[0-9]+}}, 1, 1, 1, 0, 0;
+// PTX: selp.f32
+// PTX: shfl.sync.bfly.b32 {{.*}}, 1, 0x1f, 0xffffffff;
+// PTX: ex2.approx.ftz.f32
+// PTX: cvt.rn.f16x2.f32
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, {%frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}}, %desc_b64_{{[0-9]+}}, 1, 1, 1, 1;
+// PTX: st.global.b32
