@@ -42,6 +42,7 @@ class CompileOptions:
     mma_depth: int = 2  # MMA depth P
     consumers: int = 2  # consumer warpgroups cooperating on one tile
     persistent: bool = False  # one program per SM looping over tiles
+    epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def compile_to_ptx(
     ir["aref"] = str(ws)
     _run([LowerArefPass()], ws)
     ir["mbarrier"] = str(ws)
-    _run([LowerToNvgpuPass()], ws)
+    _run([LowerToNvgpuPass(epilogue=opts.epilogue)], ws)
     ir["nvgpu"] = str(ws)
     ptx = emit_ptx(ws)
     ir["ptx"] = ptx
@@ -239,13 +240,15 @@ def compile_to_ptx(
 
 def options_from_launch(options: dict[str, Any]) -> CompileOptions:
     """CompileOptions from Triton-style launch options (`num_stages` -> D,
-    `num_consumer_groups` -> consumers) and tawa's own (`mma_depth`, `persistent`)."""
+    `num_consumer_groups` -> consumers) and tawa's own (`mma_depth`, `persistent`,
+    `epilogue`)."""
     default = CompileOptions()
     return CompileOptions(
         stages=int(options.get("num_stages") or default.stages),
         mma_depth=int(options.get("mma_depth") or default.mma_depth),
         consumers=int(options.get("num_consumer_groups") or default.consumers),
         persistent=bool(options.get("persistent", default.persistent)),
+        epilogue=str(options.get("epilogue") or default.epilogue),
     )
 
 

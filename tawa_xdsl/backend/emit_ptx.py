@@ -960,6 +960,9 @@ class KernelPrinter:
         row, col = self._lane_coords()
         if op.row is not None:
             b.binary("add.s32", row, row, self.operand(op.row))
+        if buf.swizzle_bytes and eb == 2:
+            self._fragment_store_swizzled(op, base_reg, row, col)
+            return
         col_bytes = b.new("b32")
         b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
         ptx_ty = "f32" if eb == 4 else "b32"
@@ -985,6 +988,40 @@ class KernelPrinter:
             b.emit(f"mad.lo.u32 {addr}, {r}, {span}, {x}")
             b.binary("add.u32", addr, addr, base_reg)
             b.st_shared(ptx_ty, addr, pair)
+
+    def _fragment_store_swizzled(self, op: nvgpu.FragmentStoreOp, base: Reg, row: Reg, col: Reg):
+        """`fragment_store` of 16-bit values into a swizzled slot, with the address
+        arithmetic hoisted: a thread's pairs lie in rows row + 8h (h = 0..R/8-1), all with the
+        same r mod 8 (hence the same XOR), and its column bytes stay inside one 16-byte chunk
+        (2 (l & 3) eb < 16 - (8 j eb mod 16) for eb = 2). So each of the span/16 chunks gets
+        one address register, `base + row * span + col * eb + ((c * 16) ^ (row mod 8) * 16)`,
+        and every st.shared is that register plus an immediate."""
+        ty, buf = _frag(op.value), op.buf.type
+        assert isinstance(buf, SmemType)
+        b = self.b
+        eb = nvgpu.element_bytes(ty.element_type)
+        rows, cols = ty.get_shape()
+        span = buf.swizzle_bytes
+        slab_bytes = buf.slot_shape[0] * span
+        lane = b.new("b32")
+        b.emit(f"mad.lo.u32 {lane}, {row}, {span}, {base}")
+        b.emit(f"mad.lo.u32 {lane}, {col}, {eb}, {lane}")
+        rmod = b.new("b32")
+        b.binary("and.b32", rmod, row, span // 16 - 1)
+        b.binary("shl.b32", rmod, rmod, 4)
+        chunks: dict[int, Reg] = {}
+        regs = self.frag(op.value)
+        for first, pair in self._pairs(ty, regs):
+            block, i = divmod(first, cols // 2)
+            j, half = i >> 2, ((i >> 1) & 1) * 8
+            x0 = 8 * j * eb
+            slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
+            if chunk not in chunks:
+                reg = chunks[chunk] = b.new("b32")
+                b.binary("xor.b32", reg, rmod, chunk * 16)
+                b.binary("add.u32", reg, reg, lane)
+            offset = (64 * block + half) * span + slab * slab_bytes + within
+            b.st_shared("b32", chunks[chunk], pair, offset=offset)
 
 
 def emit_ptx(module: ModuleOp) -> str:

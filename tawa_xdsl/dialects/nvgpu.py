@@ -1283,7 +1283,9 @@ class FragmentBroadcastRowsOp(IRDLOperation):
 @irdl_op_definition
 class FragmentStoreOp(IRDLOperation):
     """Write an accumulator fragment into smem slot `slot` (`st.shared` / `stmatrix`,
-    swizzling as the buffer says); with `row`, into the rows of the slot from `row` on.
+    swizzling as the buffer says); with `row`, into the rows of the slot from `row` on. A
+    fragment wider than a slot of swizzle-span rows fills slots `slot`, `slot + 1`, ... (one
+    column slab each).
 
     Before TMA reads the slot: `nvgpu.fence_proxy_async` and a barrier."""
 
@@ -1311,7 +1313,14 @@ class FragmentStoreOp(IRDLOperation):
                 f"{buf.element_type} (convert first)"
             )
         slot_shape, (rows, cols) = buf.slot_shape, frag.get_shape()
-        fits = len(slot_shape) == 2 and slot_shape[1] == cols
+        # A fragment wider than a slot whose rows are exactly the swizzle span fills
+        # consecutive slots, one per column slab (a TMA-store staging buffer).
+        slab = buf.swizzle_bytes and slot_shape[-1] * element_bytes(buf.element_type) == (
+            buf.swizzle_bytes
+        )
+        fits = len(slot_shape) == 2 and (
+            slot_shape[1] == cols or bool(slab) and cols % slot_shape[1] == 0
+        )
         fits = fits and (
             slot_shape[0] == rows or self.row is not None and slot_shape[0] % rows == 0
         )

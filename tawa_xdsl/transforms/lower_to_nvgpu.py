@@ -27,7 +27,20 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    L groups finished; any release of another form gets `wait_group 0`. After the loop,
    `wait_group 0` before the accumulator is read.
 
-Options: none yet (the st.shared + TMA-store epilogue is future work).
+Option `epilogue` (`lower-to-nvgpu{epilogue=tma}`): how consumers store output tiles.
+
+* `global` (default): `nvgpu.fragment_store_global`, st.global of each register pair, clipped.
+* `tma`: through smem and a TMA store. Each consumer warpgroup owns a staging buffer of
+  128B-swizzled slots of `rows x span` (span = 128 bytes of elements; one slot per column
+  slab of its fragment). Per store: thread 0 of each warpgroup waits until its previous TMA
+  store has read the staging slots (`tma_store_wait 0`), the consumers meet on named barrier
+  2 (all consumer threads), every thread writes its fragment (`fragment_store`, conflict-free
+  st.shared), fences the generic proxy (`fence_proxy_async`), the consumers meet again, and
+  thread 0 of each warpgroup issues one TMA store per slab and commits them. Nothing waits
+  for the global writes: in persistent kernels they overlap the next tile's main loop. The
+  output descriptor is re-blocked to the TMA box `rows x span` (its tensor map's box); a
+  descriptor that is also loaded, or a tile whose columns are not a multiple of the span,
+  keeps the st.global form. Before the consumers exit, `tma_store_wait 0`.
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -46,6 +59,7 @@ from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
 from tawa_xdsl.transforms.lower_to_nvgpu_attention import lower_attention_consumers
+from tawa_xdsl.dialects.tile import DescType
 
 WARPGROUP_THREADS = 128
 
@@ -106,18 +120,30 @@ class SmemView:
 # ------------------------------------------------------------------------------- the pass
 
 
+EPILOGUES = ("global", "tma")
+EPILOGUE_BARRIER_ID = 2  # the consumers' staging barrier (lower-aref's producer barrier is 1)
+SWIZZLE_BYTES = 128
+
+
 @dataclass(frozen=True)
 class LowerToNvgpuPass(ModulePass):
     """The mbarrier level -> the nvgpu level (see the module docstring)."""
 
     name = "lower-to-nvgpu"
 
+    epilogue: str = "global"
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.epilogue not in EPILOGUES:
+            raise PassFailedException(
+                f"lower-to-nvgpu: epilogue must be one of {', '.join(EPILOGUES)}, "
+                f"got '{self.epilogue}'"
+            )
         for kernel in [k for k in op.ops if isinstance(k, func.FuncOp)]:
-            lower_kernel(kernel)
+            lower_kernel(kernel, self.epilogue)
 
 
-def lower_kernel(kernel: func.FuncOp) -> None:
+def lower_kernel(kernel: func.FuncOp, epilogue: str = "global") -> None:
     block = kernel.body.block
     specialize = [o for o in block.ops if isinstance(o, aref.WarpSpecializeOp)]
     if len(specialize) != 1:
@@ -132,8 +158,16 @@ def lower_kernel(kernel: func.FuncOp) -> None:
     lower_attention_consumers(kernel)  # softmax consumers first (lower_to_nvgpu_attention)
     threads = define_threads(block)
     guard_barrier_init(block, threads)
-    warpgroups = lower_warp_specialize(specialize[0], threads)
+    boxes: dict[SSAValue, DescType] = {}
+    warpgroups = lower_warp_specialize(specialize[0], threads, epilogue, boxes)
     kernel.attributes[THREADS_ATTR] = IntegerAttr(WARPGROUP_THREADS * warpgroups, i32)
+    for desc, box in boxes.items():  # TMA-stored descriptors: their block is now the box
+        assert isinstance(desc, BlockArgument)
+        hint = desc.name_hint
+        new = Rewriter.replace_value_with_new_type(desc, box)
+        new.name_hint = hint
+    if boxes:
+        kernel.update_function_type()
 
 
 def define_threads(block: Block) -> Threads:
@@ -163,12 +197,23 @@ def guard_barrier_init(block: Block, threads: Threads) -> None:
     _insert_after(first, [_if(first.result, inits)])
 
 
-def lower_warp_specialize(specialize: aref.WarpSpecializeOp, threads: Threads) -> int:
-    """Replace the groups by an `scf.if` chain on the warpgroup index; return #warpgroups."""
+def lower_warp_specialize(
+    specialize: aref.WarpSpecializeOp,
+    threads: Threads,
+    epilogue: str = "global",
+    boxes: dict[SSAValue, DescType] | None = None,
+) -> int:
+    """Replace the groups by an `scf.if` chain on the warpgroup index; return #warpgroups.
+    TMA-stored descriptors and their new block type (the TMA box) are added to `boxes`."""
     groups = sorted(specialize.groups(), key=lambda g: g.role.data != aref.Role.PRODUCER)
+    consumer_threads = WARPGROUP_THREADS * sum(
+        g.num_warpgroups for g in groups if g.role.data != aref.Role.PRODUCER
+    )
     base, branches = 0, []
     for group in groups:
-        ops = lower_group(group, base, threads)
+        ops = lower_group(
+            group, base, threads, epilogue, consumer_threads, {} if boxes is None else boxes
+        )
         branches.append((base, group.num_warpgroups, ops))
         base += group.num_warpgroups
     chain: list[Operation] = branches[-1][2]
@@ -180,7 +225,14 @@ def lower_warp_specialize(specialize: aref.WarpSpecializeOp, threads: Threads) -
     return base
 
 
-def lower_group(group: aref.GroupOp, base: int, threads: Threads) -> list[Operation]:
+def lower_group(
+    group: aref.GroupOp,
+    base: int,
+    threads: Threads,
+    epilogue: str = "global",
+    consumer_threads: int = WARPGROUP_THREADS,
+    boxes: dict[SSAValue, DescType] | None = None,
+) -> list[Operation]:
     """The ops of one group's branch: setmaxnreg, then the body at thread level."""
     producer = group.role.data == aref.Role.PRODUCER
     action = nvgpu.RegisterAction.DECREASE if producer else nvgpu.RegisterAction.INCREASE
@@ -193,7 +245,15 @@ def lower_group(group: aref.GroupOp, base: int, threads: Threads) -> list[Operat
     if producer:
         lower_producer(group)
     else:
-        ConsumerLowering(threads).block(body)
+        staging = None
+        if epilogue == "tma":
+            staging = TmaEpilogue(
+                threads, base, group.num_warpgroups, consumer_threads,
+                {} if boxes is None else boxes, body,
+            )  # fmt: skip
+        ConsumerLowering(threads, staging).block(body)
+        if staging is not None:
+            staging.finish()
     ops = _detach_all(body)
     setmaxnreg = nvgpu.SetMaxNRegOp(action, group.registers.value.data)
     if producer:
@@ -224,8 +284,9 @@ def _is_tile(value: SSAValue) -> bool:
 class ConsumerLowering:
     """Tiles -> fragments and wgmmas, arrives -> one thread per warpgroup."""
 
-    def __init__(self, threads: Threads):
+    def __init__(self, threads: Threads, epilogue: TmaEpilogue | None = None):
         self.threads = threads
+        self.epilogue = epilogue
         self.views: dict[SSAValue, SmemView] = {}
         self.dead: list[Operation] = []
 
@@ -259,6 +320,10 @@ class ConsumerLowering:
                 ty = op.result.type
                 assert isinstance(ty, TensorType)
                 Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], fragment_type(ty)))
+            case tile.StoreOp() | tile.StoreSliceOp() if (
+                self.epilogue is not None and self.epilogue.accepts(op)
+            ):
+                self.epilogue.store(op)
             case tile.StoreOp() | tile.StoreSliceOp():
                 Rewriter.replace_op(
                     op, nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets))
@@ -325,6 +390,114 @@ class ConsumerLowering:
         if commits:
             _insert_after(commits[-1], [nvgpu.WgmmaWaitGroupOp(release_lag(body))])
             _insert_after(op, [nvgpu.WgmmaWaitGroupOp(0)])
+
+
+class TmaEpilogue:
+    """The `epilogue=tma` store of one consumer group (see the module docstring)."""
+
+    def __init__(
+        self,
+        threads: Threads,
+        base: int,
+        warpgroups: int,
+        consumer_threads: int,
+        boxes: dict[SSAValue, DescType],
+        body: Block,
+    ):
+        self.threads, self.base, self.warpgroups = threads, base, warpgroups
+        self.consumer_threads = consumer_threads
+        self.boxes = boxes
+        self.body = body
+        self.staging: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}  # desc -> (buf, slot0)
+
+    def _box(self, op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
+        """The TMA box `rows x span` of the store, or None when it keeps st.global."""
+        desc, value = op.desc, op.value.type  # a fragment once its convert is lowered
+        assert isinstance(desc.type, DescType) and isinstance(value, TensorType | FragmentType)
+        shape = value.get_shape()
+        if len(shape) != 2 or not isinstance(desc, BlockArgument):
+            return None
+        span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
+        rows, cols = shape
+        if cols % span or rows % 64 or rows > 256:
+            return None
+        users = {type(u.operation) for u in desc.uses}
+        if not users <= {tile.StoreOp, tile.StoreSliceOp, nvgpu.TmaStoreOp}:
+            return None  # also loaded: its tensor map keeps the block as box
+        box = DescType((rows, span), value.element_type)
+        previous = self.boxes.get(desc)
+        return box if previous is None or previous == box else None
+
+    def accepts(self, op: tile.StoreOp | tile.StoreSliceOp) -> bool:
+        return self._box(op) is not None
+
+    def _staging(self, op: tile.StoreOp | tile.StoreSliceOp) -> tuple[SSAValue, SSAValue]:
+        """The staging buffer of `op.desc` (allocated once, at the top of the group body) and
+        the first slot of this warpgroup."""
+        if op.desc in self.staging:
+            return self.staging[op.desc]
+        value = op.value.type
+        assert isinstance(value, TensorType | FragmentType)
+        rows, cols = value.get_shape()
+        span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
+        slabs = cols // span
+        buf = nvgpu.SmemAllocOp(
+            nvgpu.SmemType((self.warpgroups * slabs, rows, span), value.element_type, 128)
+        )
+        buf.buf.name_hint = "c_stage"
+        ops: list[Operation] = [buf]
+        if self.warpgroups > 1:
+            offset = arith.ConstantOp(IntegerAttr(self.base, i32))
+            local = arith.SubiOp(self.threads.warpgroup, offset)
+            per_wg = arith.ConstantOp(IntegerAttr(slabs, i32))
+            slot0 = arith.MuliOp(local, per_wg)
+            ops += [offset, local, per_wg, slot0]
+            first = slot0.result
+        else:
+            first = self.threads.zero
+        assert self.body.first_op is not None
+        _insert_before(self.body.first_op, ops)
+        self.staging[op.desc] = (buf.buf, first)
+        return self.staging[op.desc]
+
+    def store(self, op: tile.StoreOp | tile.StoreSliceOp) -> None:
+        box = self._box(op)
+        assert box is not None
+        self.boxes[op.desc] = box
+        buf, slot0 = self._staging(op)
+        value = op.value.type
+        assert isinstance(value, TensorType | FragmentType)
+        span = box.get_block_shape()[1]
+        is_t0 = self.threads.is_thread0
+        stores: list[Operation] = []
+        for j in range(value.get_shape()[1] // span):
+            if j == 0:
+                col, slot = op.offsets[1], slot0
+            else:
+                delta = arith.ConstantOp(IntegerAttr(j * span, i32))
+                col_op = arith.AddiOp(op.offsets[1], delta)
+                step = arith.ConstantOp(IntegerAttr(j, i32))
+                slot_op = arith.AddiOp(slot0, step)
+                stores += [delta, col_op, step, slot_op]
+                col, slot = col_op.result, slot_op.result
+            stores.append(nvgpu.TmaStoreOp(op.desc, [op.offsets[0], col], buf, slot))
+        stores.append(nvgpu.TmaStoreCommitOp())
+        if _is_tile(op.value):
+            raise _fail(op, "stores a tile that is not a register fragment")
+        ops: list[Operation] = [
+            _if(is_t0, [nvgpu.TmaStoreWaitOp(0)]),
+            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            nvgpu.FragmentStoreOp(op.value, buf, slot0),
+            nvgpu.FenceProxyAsyncOp(),
+            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            _if(is_t0, stores),
+        ]
+        Rewriter.replace_op(op, ops, [])
+
+    def finish(self) -> None:
+        """Before the consumers exit: their last TMA stores have read the staging slots."""
+        if self.staging:
+            self.body.add_op(_if(self.threads.is_thread0, [nvgpu.TmaStoreWaitOp(0)]))
 
 
 def release_lag(body: Block) -> int:
