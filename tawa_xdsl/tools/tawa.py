@@ -149,7 +149,14 @@ def _demo(seed: int) -> int:
     return run_demo(seed)
 
 
-SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"compile": add_compile, "demo": add_demo}
+from tawa_xdsl.tools.fuzz_cli import add_fuzz, add_repro  # noqa: E402 (after UsageError)
+
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
+    "compile": add_compile,
+    "demo": add_demo,
+    "fuzz": add_fuzz,
+    "repro": add_repro,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

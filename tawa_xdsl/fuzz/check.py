@@ -1,0 +1,328 @@
+"""The fuzzing property: one case (program, shape, inputs, options, schedules) through every
+level, compared with numpy and with each other.
+
+    from tawa_xdsl.fuzz.check import Case, check_case
+    check_case(case)              # raises FuzzFailure(level, message, case) on a bug
+
+Levels, in order (`LEVELS`):
+
+* `tile`: the tile IR parses and the tile interpreter's result lies inside the numpy
+  reference's bounds (`programs.Bounds`; dtype-aware, NaN never passes); the output is
+  poisoned with NaN before the run, so an element no store wrote fails.
+* `compile`: `warp_specialize` with the case's options (D, P, consumers, persistent,
+  attention pipelining), then `lower-aref`; a refusal is a failure (the strategies only draw
+  what the compiler supports).
+* `verify`: the barrier-protocol proof of the mbarrier-level IR, when the verifier's Python
+  API is importable (`tawa_xdsl.verify.prove_module`); skipped otherwise.
+* `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
+  bit, -0.0 included) what the tile interpreter stored.
+* `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
+* `gpu` (GPU mode only): `compile_to_ptx` + launch on the device; within the numpy bounds
+  (the GPU's rounding order differs from numpy's, so not bit for bit).
+
+A schedule is a named policy (`interp.scheduler.POLICIES`), a random seed, or an explicit
+list of choices (`ChoicePolicy`: the index among the runnable tasks; Hypothesis draws the
+list, so a failing interleaving shrinks and replays from the reproducer).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from tawa_xdsl.fuzz.programs import Program, program_from_json
+
+LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "gpu")
+CPU_LEVELS = ("tile", "compile", "verify", "aref", "mbarrier")
+
+Schedule = str | int | list[int]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Warp-specialization options: ring depth D, MMA depth P, consumer warpgroups,
+    persistent tiles, attention software pipelining."""
+
+    stages: int = 3
+    mma_depth: int = 2
+    consumers: int = 1
+    persistent: bool = False
+    attention: bool = True
+    sms: int = 2  # persistent launches: the number of SMs (programs) to spread tiles on
+
+    def key(self) -> str:
+        """`D3 P2 C1 persistent` for summaries."""
+        extra = (" persistent" if self.persistent else "") + ("" if self.attention else " no-sw")
+        return f"D{self.stages} P{self.mma_depth} C{self.consumers}{extra}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fuzzing case; `tile_ir` overrides the program's own IR (a mutated program)."""
+
+    program: Program
+    shape: dict[str, int]
+    seed: int
+    values: str
+    scalars: tuple[float, ...]
+    options: Options
+    aref_schedule: Schedule = "random"
+    mbarrier_schedule: Schedule = "random"
+    tile_ir: str | None = None
+    levels: tuple[str, ...] = CPU_LEVELS
+
+    def ir(self) -> str:
+        return self.tile_ir if self.tile_ir is not None else self.program.tile_ir()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "program": self.program.to_json(),
+            "shape": dict(self.shape),
+            "seed": self.seed,
+            "values": self.values,
+            "scalars": [float(s) for s in self.scalars],
+            "options": self.options.__dict__.copy(),
+            "aref_schedule": self.aref_schedule,
+            "mbarrier_schedule": self.mbarrier_schedule,
+            "levels": list(self.levels),
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any], tile_ir: str | None = None) -> Case:
+        return Case(
+            program=program_from_json(data["program"]),
+            shape={k: int(v) for k, v in data["shape"].items()},
+            seed=int(data["seed"]),
+            values=data["values"],
+            scalars=tuple(float(s) for s in data.get("scalars", ())),
+            options=Options(**data["options"]),
+            aref_schedule=_schedule(data.get("aref_schedule", "random")),
+            mbarrier_schedule=_schedule(data.get("mbarrier_schedule", "random")),
+            tile_ir=tile_ir,
+            levels=tuple(data.get("levels", CPU_LEVELS)),
+        )
+
+    def with_ir(self, text: str) -> Case:
+        return replace(self, tile_ir=text)
+
+
+def _schedule(value: Any) -> Schedule:
+    if isinstance(value, list):
+        return [int(v) for v in value]
+    return value  # type: ignore[no-any-return]
+
+
+class FuzzFailure(AssertionError):
+    """A case failed at `level`; `case` is what to write to a reproducer."""
+
+    def __init__(self, level: str, message: str, case: Case):
+        super().__init__(f"[{level}] {message}")
+        self.level = level
+        self.message = message
+        self.case = case
+
+
+@dataclass
+class Outcome:
+    """What one run of a case did (levels that ran, skipped ones and why)."""
+
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@lru_cache(maxsize=64)
+def _parse(text: str) -> Any:
+    from tawa_xdsl.diagnostics import parse_module
+    from tawa_xdsl.dialects import make_context
+
+    return parse_module(make_context(), text, "fuzz.mlir")
+
+
+@lru_cache(maxsize=64)
+def _warp_specialized(text: str, options: Options) -> Any:
+    from tawa_xdsl.transforms.warp_specialize import warp_specialize
+
+    return warp_specialize(
+        _parse(text),
+        stages=options.stages,
+        mma_depth=options.mma_depth,
+        consumers=options.consumers,
+        persistent=options.persistent,
+        attention=options.attention,
+    )
+
+
+@lru_cache(maxsize=64)
+def _lowered(text: str, options: Options) -> Any:
+    from tawa_xdsl.transforms.lower_aref import lower_arefs
+
+    module = _warp_specialized(text, options).clone()
+    lower_arefs(module)
+    module.verify()
+    return module
+
+
+def _copy_args(args: list[Any]) -> list[Any]:
+    return [a.copy() if isinstance(a, np.ndarray) and a.ndim > 0 else a for a in args]
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(array).view(f"u{array.dtype.itemsize}")
+
+
+def _describe_mismatch(actual: np.ndarray, bad: np.ndarray, what: str, hint: Any = None) -> str:
+    where = np.argwhere(bad)
+    first = tuple(int(i) for i in where[0])
+    nan = int(np.isnan(np.asarray(actual, np.float64)).sum())
+    text = f"{len(where)} of {bad.size} elements {what}; first at {first}: got {actual[first]!r}"
+    if hint is not None:
+        text += f", {hint(first)}"
+    if nan:
+        text += f" ({nan} NaN: unwritten or invalid)"
+    return text
+
+
+def prover() -> Callable[[Any], Any] | None:
+    """The verifier's proof entry point when it is importable, else None."""
+    try:
+        module = importlib.import_module("tawa_xdsl.verify")
+    except ImportError:
+        return None
+    return getattr(module, "prove_module", None)
+
+
+def _gpu_bounds_check(case: Case, args: list[Any], out: int) -> None:
+    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+    from tawa_xdsl.descriptor import TensorDescriptor
+
+    opts = case.options
+    kernel = compile_to_ptx(
+        _parse(case.ir()),
+        CompileOptions(opts.stages, opts.mma_depth, opts.consumers, opts.persistent),
+    )
+    module = _parse(case.ir())
+    kernel_op = next(iter(module.ops))
+    launch_args: list[Any] = []
+    for arg, block in zip(args, kernel_op.body.block.args, strict=True):  # type: ignore[attr-defined]
+        shape = getattr(block.type, "get_block_shape", None)
+        launch_args.append(TensorDescriptor.from_tensor(arg, shape()) if shape else arg)
+    kernel.launch(case.program.grid(case.shape), *launch_args)
+
+
+# ----------------------------------------------------------------------------- check
+
+
+def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
+    """Run `case` through its levels; raises `FuzzFailure` at the first disagreement."""
+    from tawa_xdsl.interp.aref import run_warp_specialized
+    from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
+    from tawa_xdsl.interp.tile import run_kernel
+    from tawa_xdsl.transforms.persistent import persistent_launch
+
+    outcome = outcome if outcome is not None else Outcome()
+    program, opts = case.program, case.options
+    grid = program.grid(case.shape)
+    args = program.make_inputs(case.shape, case.seed, case.values, list(case.scalars))
+    out = program.output_index()
+    bounds = program.expected(case.shape, args)
+    if np.isnan(bounds.lo).any() or np.isnan(bounds.hi).any():
+        raise FuzzFailure("tile", "the numpy reference itself is NaN (generator bug)", case)
+
+    def fail(level: str, message: str) -> FuzzFailure:
+        return FuzzFailure(level, message, case)
+
+    def hint(index: tuple[int, ...]) -> str:
+        return f"expected [{bounds.lo[index]!r}, {bounds.hi[index]!r}]"
+
+    # tile level vs numpy
+    try:
+        module = _parse(case.ir())
+        tile_args = _copy_args(args)
+        run_kernel(module, grid, tile_args)
+    except Exception as error:  # noqa: BLE001 -- any crash is a finding
+        raise fail("tile", f"{type(error).__name__}: {error}") from error
+    reference = tile_args[out]
+    bad = bounds.violations(reference)
+    if bad.any():
+        raise fail(
+            "tile",
+            "tile interpreter vs numpy: "
+            + _describe_mismatch(reference, bad, "outside the numpy bounds", hint),
+        )
+    outcome.ran.append("tile")
+
+    def launch_ws(run: Callable[..., Any], ws: Any, schedule: Schedule) -> np.ndarray:
+        run_args = _copy_args(args)
+        launch_grid, extra = grid, []
+        if opts.persistent:
+            launch_grid, extra = persistent_launch(grid, opts.sms)
+        run(ws, launch_grid, [*run_args, *extra], schedule=schedule)
+        return run_args[out]
+
+    def same(level: str, actual: np.ndarray) -> None:
+        bad = _bits(actual) != _bits(reference)
+        if bad.any():
+            raise fail(
+                level,
+                f"{level} level vs tile level: "
+                + _describe_mismatch(
+                    actual, bad, "differ", lambda i: f"tile level gave {reference[i]!r}"
+                ),
+            )
+        outcome.ran.append(level)
+
+    if "compile" in case.levels:
+        try:
+            ws = _warp_specialized(case.ir(), opts)
+            lowered = _lowered(case.ir(), opts)
+        except Exception as error:  # noqa: BLE001
+            raise fail("compile", f"{type(error).__name__}: {error}") from error
+        outcome.ran.append("compile")
+        if "verify" in case.levels:
+            prove = prover()
+            if prove is None:
+                outcome.skipped["verify"] = "no verifier API (tawa_xdsl.verify.prove_module)"
+            else:
+                try:
+                    result = prove(lowered)
+                except Exception as error:  # noqa: BLE001
+                    raise fail("verify", f"{type(error).__name__}: {error}") from error
+                if result is not None and not getattr(result, "ok", bool(result)):
+                    raise fail("verify", f"the barrier protocol proof failed: {result}")
+                outcome.ran.append("verify")
+        if "aref" in case.levels:
+            try:
+                actual = launch_ws(run_warp_specialized, ws, case.aref_schedule)
+            except Exception as error:  # noqa: BLE001
+                raise fail("aref", f"{type(error).__name__}: {error}") from error
+            same("aref", actual)
+        if "mbarrier" in case.levels:
+            try:
+                actual = launch_ws(run_mbarrier_kernel, lowered, case.mbarrier_schedule)
+            except Exception as error:  # noqa: BLE001
+                raise fail("mbarrier", f"{type(error).__name__}: {error}") from error
+            same("mbarrier", actual)
+
+    if "gpu" in case.levels:
+        gpu_args = _copy_args(args)
+        try:
+            _gpu_bounds_check(case, gpu_args, out)
+        except Exception as error:  # noqa: BLE001
+            raise fail("gpu", f"{type(error).__name__}: {error}") from error
+        bad = bounds.violations(gpu_args[out])
+        if bad.any():
+            raise fail(
+                "gpu",
+                "GPU vs numpy: "
+                + _describe_mismatch(gpu_args[out], bad, "outside the numpy bounds", hint),
+            )
+        outcome.ran.append("gpu")
+    return outcome

@@ -1,0 +1,89 @@
+"""Reproducer files: one failing case, replayable with `tawa repro FILE`.
+
+A reproducer is JSON (`FORMAT`):
+
+    {"format": "tawa-fuzz-repro/1",
+     "level": "aref",                       # where it failed
+     "message": "...",                      # what the fuzzer saw
+     "description": "gemm f16->f16 tile 128x128x64 ...",
+     "case": {"program": {...}, "shape": {...}, "seed": 7, "values": "special",
+              "scalars": [...], "options": {"stages": 3, ...},
+              "aref_schedule": [0, 1, ...], "mbarrier_schedule": "round-robin",
+              "levels": ["tile", "compile", "verify", "aref", "mbarrier"]},
+     "tile_ir": "func.func @fuzz_gemm(...) {...}"}
+
+`tile_ir` is the program the compiler saw (it may differ from what `case.program` would
+print: a mutated program); the numpy reference always follows `case.program`. Inputs are
+regenerated from `seed` and `values`, so a file stays small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
+
+FORMAT = "tawa-fuzz-repro/1"
+
+
+def reproducer(failure: FuzzFailure) -> dict[str, Any]:
+    """The JSON object for `failure`."""
+    case = failure.case
+    return {
+        "format": FORMAT,
+        "level": failure.level,
+        "message": failure.message,
+        "description": case.program.describe(),
+        "case": case.to_json(),
+        "tile_ir": case.ir(),
+    }
+
+
+def write_reproducer(failure: FuzzFailure, directory: Path | str) -> Path:
+    """Write `failure` under `directory` as `repro-<level>-<hash>.json`; returns the path."""
+    data = reproducer(failure)
+    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
+    digest = hashlib.sha256(json.dumps(data["case"], sort_keys=True).encode()).hexdigest()[:10]
+    path = Path(directory) / f"repro-{failure.level}-{digest}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def load_reproducer(path: Path | str) -> tuple[Case, dict[str, Any]]:
+    """The case stored in `path` (with its tile IR) and the raw JSON."""
+    data = json.loads(Path(path).read_text())
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a tawa fuzz reproducer (format {data.get('format')!r})")
+    return Case.from_json(data["case"], tile_ir=data.get("tile_ir")), data
+
+
+@dataclass
+class Replay:
+    """What replaying a reproducer did: `failure` is None when the case passes now."""
+
+    case: Case
+    recorded_level: str
+    failure: FuzzFailure | None
+    outcome: Outcome
+
+    @property
+    def reproduced(self) -> bool:
+        return self.failure is not None
+
+
+def replay(path: Path | str, levels: tuple[str, ...] | None = None) -> Replay:
+    """Run the case of `path` again (optionally at other `levels`)."""
+    case, data = load_reproducer(path)
+    if levels is not None:
+        case = Case(**{**case.__dict__, "levels": levels})
+    outcome = Outcome()
+    try:
+        check_case(case, outcome)
+    except FuzzFailure as failure:
+        return Replay(case, data.get("level", "?"), failure, outcome)
+    return Replay(case, data.get("level", "?"), None, outcome)

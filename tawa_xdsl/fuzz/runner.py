@@ -1,0 +1,171 @@
+"""Run the fuzzing property for a time budget (`tawa fuzz`) and summarize.
+
+    from tawa_xdsl.fuzz.runner import fuzz
+    summary = fuzz(minutes=5, seed=0, out="fuzz-out", gpu=False)
+    print(summary.render())
+
+Rounds of Hypothesis runs (each seeded from `seed` and the round number, `max_examples`
+cases each) until the budget is spent; a failing round is shrunk by Hypothesis and the
+smallest failing case is written as a reproducer under `out` (`repro.write_reproducer`).
+The run is deterministic for a seed, up to where the clock stops it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
+from tawa_xdsl.fuzz.programs import GemmProgram
+from tawa_xdsl.fuzz.repro import write_reproducer
+from tawa_xdsl.fuzz.strategies import cases
+
+
+@dataclass
+class FailureRecord:
+    """One failure the run found, and where its reproducer is."""
+
+    level: str
+    message: str
+    path: Path
+
+
+@dataclass
+class Summary:
+    """Counts of what a fuzzing run tried."""
+
+    mode: str = "cpu"
+    seed: int = 0
+    cases: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+    kinds: Counter[str] = field(default_factory=Counter)
+    dtypes: Counter[str] = field(default_factory=Counter)
+    epilogue_ops: Counter[str] = field(default_factory=Counter)
+    options: Counter[str] = field(default_factory=Counter)
+    values: Counter[str] = field(default_factory=Counter)
+    levels_ran: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    failures: list[FailureRecord] = field(default_factory=list)
+
+    def record(self, case: Case, outcome: Outcome) -> None:
+        program = case.program
+        self.cases += 1
+        self.kinds[program.kind] += 1
+        self.dtypes[program.dtype] += 1
+        if isinstance(program, GemmProgram):
+            for op in program.epilogue:
+                self.epilogue_ops[op.kind] += 1
+        opts = case.options
+        if isinstance(program, GemmProgram):  # software pipelining only touches attention
+            opts = replace(opts, attention=True)
+        self.options[opts.key()] += 1
+        self.values[case.values] += 1
+        self.levels_ran.update(outcome.ran)
+        self.skipped.update(f"{lvl}: {why}" for lvl, why in outcome.skipped.items())
+
+    def option_values(self) -> dict[str, list[str]]:
+        """Each option's values seen, with counts (from the `Options.key()` strings)."""
+        seen: dict[str, Counter[str]] = {n: Counter() for n in ("D", "P", "C", "persistent")}
+        for key, count in self.options.items():
+            parts = key.split()
+            for part in parts[:3]:
+                seen[part[0]][part[1:]] += count
+            seen["persistent"]["yes" if "persistent" in parts else "no"] += count
+        return {n: [f"{v} ({c})" for v, c in sorted(vals.items())] for n, vals in seen.items()}
+
+    def render(self) -> str:
+        def counts(counter: Counter[str]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "-"
+
+        lines = [
+            f"tawa fuzz ({self.mode}, seed {self.seed}): {self.cases} programs tried in "
+            f"{self.rounds} rounds, {self.seconds:.0f} s",
+            f"  kinds:        {counts(self.kinds)}",
+            f"  dtypes:       {counts(self.dtypes)}",
+            f"  epilogue ops: {counts(self.epilogue_ops)}",
+            f"  values:       {counts(self.values)}",
+            f"  levels run:   {counts(self.levels_ran)}",
+            f"  options covered: {len(self.options)} combinations of (D, P, consumers, "
+            "persistent, attention pipelining)",
+        ]
+        for name, values in self.option_values().items():
+            lines.append(f"    {name}: {', '.join(values)}")
+        for reason, count in sorted(self.skipped.items()):
+            lines.append(f"  skipped {reason} ({count} cases)")
+        if not self.failures:
+            lines.append("  failures: none")
+        else:
+            lines.append(f"  failures: {len(self.failures)}")
+            for failure in self.failures:
+                first = failure.message.splitlines()[0] if failure.message else ""
+                lines.append(f"    [{failure.level}] {first}")
+                lines.append(f"      reproducer: {failure.path}  (tawa repro {failure.path})")
+        return "\n".join(lines)
+
+
+def run_round(
+    summary: Summary,
+    round_seed: int,
+    out: Path,
+    gpu: bool = False,
+    max_examples: int = 25,
+    deadline: float | None = None,
+    derandomize: bool = False,
+) -> FuzzFailure | None:
+    """One Hypothesis run; returns (and records, writing its reproducer) the shrunk failure."""
+
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=derandomize,
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.target, Phase.shrink],
+    )
+    @given(case=cases(gpu=gpu))
+    def prop(case: Case) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            return  # out of time: let the round finish quickly
+        outcome = Outcome()
+        try:
+            check_case(case, outcome)
+        finally:
+            summary.record(case, outcome)
+
+    if not derandomize:
+        prop = hypothesis_seed(round_seed)(prop)
+    summary.rounds += 1
+    try:
+        prop()
+    except FuzzFailure as failure:
+        path = write_reproducer(failure, out)
+        summary.failures.append(FailureRecord(failure.level, failure.message, path))
+        return failure
+    return None
+
+
+def fuzz(
+    minutes: float,
+    seed: int = 0,
+    out: Path | str = "fuzz-out",
+    gpu: bool = False,
+    max_examples: int = 200,
+) -> Summary:
+    """Run rounds until `minutes` have passed (at least one round)."""
+    start = time.monotonic()
+    deadline = start + minutes * 60
+    summary = Summary(mode="gpu" if gpu else "cpu", seed=seed)
+    round_index = 0
+    while round_index == 0 or time.monotonic() < deadline:
+        run_round(summary, seed * 1_000_003 + round_index, Path(out), gpu, max_examples, deadline)
+        round_index += 1
+    summary.seconds = time.monotonic() - start
+    return summary

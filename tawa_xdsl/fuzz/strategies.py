@@ -1,0 +1,155 @@
+"""Hypothesis strategies for whole fuzzing cases (`check.Case`).
+
+    from tawa_xdsl.fuzz.strategies import cases
+    @given(case=cases())            # CPU levels; cases(gpu=True) for tile + GPU
+    def test(case): check_case(case)
+
+What they draw, all within what the compiler supports:
+
+* GEMM-like programs (`gemm_programs`): f16/bf16 inputs, f16/bf16/f32 output, tiles
+  BLOCK_M in {64, 128}, BLOCK_N in {64, 128}, BLOCK_K in {32, 64}, 1-D or 2-D grids, and an
+  epilogue chain of up to four ops (scale, bias vector, bias scalar, relu, exp2, leaky
+  where, f16/bf16 round trips);
+* attention-like programs (`attention_programs`): head dim 64/128, key block 64/128, causal
+  or not, f16/bf16;
+* shapes not multiples of the tile, K trip counts 0, 1, 2, 3 and 5 with ragged last tiles,
+  sequence lengths 1 .. 300;
+* values (`programs.VALUE_CLASSES`): normal, tiny, large magnitudes, and negative zeros;
+  f32 scalars of any sign, big and small;
+* options (`options`): D 1..6, P 1..3, cooperative consumers (when BLOCK_M is 128),
+  persistent on 1..3 SMs, attention pipelining on/off;
+* schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
+  choice lists (shrinkable).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tawa_xdsl.fuzz.check import CPU_LEVELS, Case, Options, Schedule
+from tawa_xdsl.fuzz.programs import (
+    EPILOGUE_KINDS,
+    VALUE_CLASSES,
+    AttentionProgram,
+    EpilogueOp,
+    GemmProgram,
+    Program,
+)
+from tawa_xdsl.interp.scheduler import POLICIES
+
+SCALES = [0.5, -1.0, 2.0, 1e-3, -3.0, 1024.0, -1e4, 2.0**-20]
+BIASES = [0.0, -0.0, 1.0, -2.5, 1e4, -1e30, 65504.0, 3e38]
+
+
+@st.composite
+def gemm_programs(draw: st.DrawFn) -> GemmProgram:
+    """A GEMM with a random tile shape and epilogue chain."""
+    kinds = draw(st.lists(st.sampled_from(EPILOGUE_KINDS), max_size=4), label="epilogue")
+    ops, scalar = [], 0
+    for kind in kinds:
+        if kind in ("scale", "bias_scalar"):
+            ops.append(EpilogueOp(kind, scalar))
+            scalar += 1
+        else:
+            ops.append(EpilogueOp(kind))
+    return GemmProgram(
+        dtype=draw(st.sampled_from(["f16", "bf16"])),
+        out_dtype=draw(st.sampled_from(["f16", "bf16", "f32"])),
+        block_m=draw(st.sampled_from([128, 64])),
+        block_n=draw(st.sampled_from([128, 64])),
+        block_k=draw(st.sampled_from([64, 32])),
+        grid_2d=draw(st.booleans()),
+        epilogue=tuple(ops),
+    )
+
+
+def attention_programs() -> st.SearchStrategy[AttentionProgram]:
+    """Attention forward with a random head dim, key block and masking."""
+    return st.builds(
+        AttentionProgram,
+        dtype=st.sampled_from(["f16", "bf16"]),
+        head_dim=st.sampled_from([64, 128]),
+        block_n=st.sampled_from([64, 128]),
+        causal=st.booleans(),
+    )
+
+
+def programs() -> st.SearchStrategy[Program]:
+    return st.one_of(gemm_programs(), attention_programs())
+
+
+@st.composite
+def shapes(draw: st.DrawFn, program: Program) -> dict[str, int]:
+    """A problem shape for `program`: ragged edges, short and odd K loops."""
+    if isinstance(program, GemmProgram):
+        m = draw(st.integers(1, program.block_m * 2 + program.block_m // 2), label="m")
+        n = draw(st.integers(1, program.block_n * 2 + program.block_n // 2), label="n")
+        k_tiles = draw(st.sampled_from([1, 0, 2, 3, 5]), label="k tiles")
+        ragged = draw(st.integers(0, program.block_k - 1), label="k ragged") if k_tiles else 0
+        return {"m": m, "n": n, "k": k_tiles * program.block_k - ragged}
+    seq = draw(st.one_of(st.sampled_from([1, 64, 65, 128, 129]), st.integers(1, 300)))
+    return {"heads": draw(st.integers(1, 2)), "seq": seq}
+
+
+def options(program: Program, gpu: bool = False) -> st.SearchStrategy[Options]:
+    """Warp-specialization options valid for `program` (cooperative needs 128 rows)."""
+    cooperative = program.block_m >= 128
+    return st.builds(
+        Options,
+        stages=st.integers(1, 6),
+        mma_depth=st.integers(1, 3),
+        consumers=st.sampled_from([1, 2] if cooperative else [1]),
+        persistent=st.booleans(),
+        attention=st.just(True) if gpu else st.booleans(),
+        sms=st.integers(1, 3),
+    )
+
+
+def schedules() -> st.SearchStrategy[Schedule]:
+    """A named policy, a seed, or a choice list drawn (and shrunk) by Hypothesis."""
+    return st.one_of(
+        st.lists(st.integers(0, 3), max_size=64),
+        st.sampled_from(sorted(POLICIES)),
+        st.integers(0, 2**32 - 1),
+    )
+
+
+@st.composite
+def scalars(draw: st.DrawFn, program: Program) -> tuple[float, ...]:
+    """The f32 scalar arguments: scale factors (never 0) and biases, or attention's
+    sm_scale."""
+    if isinstance(program, AttentionProgram):
+        scale = draw(st.sampled_from([program.head_dim**-0.5, 0.125, 1.0, -0.5, 2.0**-8]))
+        return (scale,)
+    values: list[float] = []
+    nonzero = st.floats(-1e4, 1e4, width=32).filter(lambda x: abs(x) >= 2.0**-20)
+    for op in program.epilogue:
+        if op.kind == "scale":
+            values.append(draw(st.one_of(st.sampled_from(SCALES), nonzero)))
+        elif op.kind == "bias_scalar":
+            finite = st.floats(allow_nan=False, allow_infinity=False, width=32)
+            values.append(draw(st.one_of(st.sampled_from(BIASES), finite)))
+    return tuple(values)
+
+
+@st.composite
+def cases(draw: st.DrawFn, gpu: bool = False, kind: str | None = None) -> Case:
+    """A whole case; `kind` ("gemm" / "attention") restricts the program kind."""
+    strategy: Any = {"gemm": gemm_programs(), "attention": attention_programs()}.get(
+        kind or "", programs()
+    )
+    program = draw(strategy, label="program")
+    levels = ("tile", "gpu") if gpu else CPU_LEVELS
+    return Case(
+        program=program,
+        shape=draw(shapes(program), label="shape"),
+        seed=draw(st.integers(0, 2**31 - 1), label="input seed"),
+        values=draw(st.sampled_from(VALUE_CLASSES), label="values"),
+        scalars=draw(scalars(program), label="scalars"),
+        options=draw(options(program, gpu), label="options"),
+        aref_schedule=draw(schedules(), label="aref schedule"),
+        mbarrier_schedule=draw(schedules(), label="mbarrier schedule"),
+        levels=levels,
+    )

@@ -1,0 +1,101 @@
+"""`tawa fuzz` and `tawa repro`: property-based fuzzing of whole programs, and its replays.
+
+    tawa fuzz --minutes 5 [--seed S] [--out DIR] [--gpu] [--examples N]
+    tawa repro fuzz-out/repro-aref-0123456789.json [--level tile,aref]
+
+`fuzz` runs `tawa_xdsl.fuzz.runner.fuzz` for the budget and prints its summary (programs
+tried, options covered, failures with their reproducer paths); exit status 1 when something
+failed. `--gpu` needs an sm_90 GPU and says so in one line when there is none. `repro`
+replays a reproducer file and reports whether the failure is still there (exit 1) or the case
+passes now (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+class FuzzUsageError(Exception):
+    """A bad `tawa fuzz` / `tawa repro` invocation; the message says what to change."""
+
+
+def run_fuzz(args: argparse.Namespace) -> int:
+    from tawa_xdsl.fuzz.runner import fuzz
+
+    if args.minutes <= 0:
+        raise FuzzUsageError("--minutes must be positive")
+    if args.gpu:
+        from tawa_xdsl.runtime import gpu_available
+
+        if not gpu_available():
+            print(
+                "tawa fuzz: error: --gpu needs an sm_90 (H100/H200) GPU and none is usable here",
+                file=sys.stderr,
+            )
+            return 2
+    summary = fuzz(args.minutes, args.seed, args.out, gpu=args.gpu, max_examples=args.examples)
+    print(summary.render())
+    return 1 if summary.failures else 0
+
+
+def run_repro(args: argparse.Namespace) -> int:
+    from tawa_xdsl.fuzz.repro import replay
+
+    levels = tuple(args.level.split(",")) if args.level else None
+    try:
+        result = replay(args.file, levels)
+    except (OSError, ValueError, KeyError) as error:
+        raise FuzzUsageError(f"{args.file}: error: cannot read the reproducer: {error}") from None
+    case = result.case
+    print(f"{args.file}: {case.program.describe()}")
+    print(
+        f"  shape {case.shape}, inputs seed {case.seed} ({case.values}), scalars "
+        f"{list(case.scalars)}"
+    )
+    print(
+        f"  options {case.options.key()} (sms {case.options.sms}); levels "
+        f"{', '.join(case.levels)}; recorded failure at: {result.recorded_level}"
+    )
+    if result.failure is None:
+        print(f"  passes now (ran: {', '.join(result.outcome.ran)})")
+        return 0
+    print(f"  REPRODUCED at {result.failure.level}: {result.failure.message}")
+    return 1
+
+
+def add_fuzz(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "fuzz", help="fuzz whole programs through every level against numpy"
+    )
+    parser.add_argument("--minutes", type=float, default=1.0, help="time budget (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
+    parser.add_argument("--out", default="fuzz-out", help="where reproducers go (fuzz-out)")
+    parser.add_argument("--gpu", action="store_true", help="compile to PTX and run on the GPU")
+    parser.add_argument(
+        "--examples", type=int, default=200, help="cases per Hypothesis round (200)"
+    )
+    parser.set_defaults(handler=_guarded(run_fuzz))
+
+
+def add_repro(subparsers: Any) -> None:
+    parser = subparsers.add_parser("repro", help="replay a fuzzer reproducer file")
+    parser.add_argument("file", help="the reproducer (.json) that tawa fuzz wrote")
+    parser.add_argument(
+        "--level", help="comma-separated levels to run instead of the recorded ones"
+    )
+    parser.set_defaults(handler=_guarded(run_repro))
+
+
+def _guarded(handler: Any) -> Any:
+    """Turn `FuzzUsageError` into the `tawa` driver's one-line error."""
+    from tawa_xdsl.tools.tawa import UsageError
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except FuzzUsageError as error:
+            raise UsageError(str(error)) from None
+
+    return run

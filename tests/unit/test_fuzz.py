@@ -1,0 +1,168 @@
+"""The whole-program fuzzer: a bounded deterministic CPU profile, the numpy references catch
+wrong programs, reproducers round-trip through `tawa repro`, and the `tawa fuzz` CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tawa_xdsl.fuzz.check import Case, FuzzFailure, Options, check_case
+from tawa_xdsl.fuzz.programs import AttentionProgram, Bounds, EpilogueOp, GemmProgram
+from tawa_xdsl.fuzz.repro import load_reproducer, write_reproducer
+from tawa_xdsl.fuzz.runner import Summary, run_round
+from tawa_xdsl.tools.tawa import main as tawa_main
+
+GEMM = GemmProgram(
+    dtype="f16",
+    out_dtype="f16",
+    block_m=128,
+    block_n=64,
+    block_k=32,
+    epilogue=(EpilogueOp("scale", 0), EpilogueOp("relu"), EpilogueOp("bias")),
+)
+
+
+def gemm_case(**changes: object) -> Case:
+    case = Case(
+        program=GEMM,
+        shape={"m": 150, "n": 70, "k": 45},
+        seed=3,
+        values="special",
+        scalars=(-1.5,),
+        options=Options(stages=2, mma_depth=2, consumers=2, persistent=True, sms=2),
+        aref_schedule=[1, 0, 1],
+        mbarrier_schedule="consumer-first",
+    )
+    return replace(case, **changes)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------- the property
+
+
+@pytest.mark.parametrize("kind", ["gemm", "attention"])
+def test_bounded_deterministic_profile(kind: str, tmp_path: Path) -> None:
+    """A derandomized Hypothesis run per program kind: every case passes every CPU level."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tawa_xdsl.fuzz.strategies import cases
+
+    ran: list[str] = []
+
+    @settings(max_examples=6, deadline=None, derandomize=True, database=None)
+    @given(case=cases(kind=kind), data=st.data())
+    def prop(case: Case, data: st.DataObject) -> None:
+        ran.extend(check_case(case).ran)
+
+    prop()
+    assert {"tile", "compile", "aref", "mbarrier"} <= set(ran)
+
+
+def test_run_round_summary(tmp_path: Path) -> None:
+    summary = Summary()
+    failure = run_round(summary, 0, tmp_path, max_examples=4, derandomize=True)
+    assert failure is None and not summary.failures
+    assert summary.cases >= 4
+    text = summary.render()
+    assert "programs tried" in text and "options covered" in text and "failures: none" in text
+
+
+def test_good_cases_pass() -> None:
+    check_case(gemm_case())
+    attention = AttentionProgram("bf16", 128, 128, causal=True)
+    check_case(Case(attention, {"heads": 1, "seq": 129}, 0, "large", (0.125,), Options(3, 2, 2)))
+
+
+# ------------------------------------------------------------ the references catch bugs
+
+
+def test_numpy_reference_catches_a_missing_epilogue_op() -> None:
+    """The IR drops the relu the description has: the tile level disagrees with numpy."""
+    case = gemm_case()
+    mutated = GEMM.tile_ir().replace("arith.maximumf %e0, %e1_z", "arith.minimumf %e0, %e1_z")
+    with pytest.raises(FuzzFailure) as caught:
+        check_case(case.with_ir(mutated))
+    assert caught.value.level == "tile"
+    assert "outside the numpy bounds" in caught.value.message
+
+
+def test_nan_never_passes_and_unwritten_outputs_are_caught() -> None:
+    bounds = Bounds(np.full(3, -np.inf), np.full(3, np.inf))
+    assert bounds.violations(np.array([0.0, np.nan, np.inf])).tolist() == [False, True, False]
+    # a kernel that stores nothing leaves the NaN poison: caught at the tile level
+    no_store = "\n".join(line for line in GEMM.tile_ir().splitlines() if "tile.store" not in line)
+    with pytest.raises(FuzzFailure, match="NaN"):
+        check_case(gemm_case().with_ir(no_store))
+
+
+# --------------------------------------------------------------- reproducer round trip
+
+
+def test_reproducer_round_trip_with_a_mutated_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mutated = GEMM.tile_ir().replace("arith.mulf %acc, %e0_s", "arith.addf %acc, %e0_s")
+    case = gemm_case().with_ir(mutated)
+    with pytest.raises(FuzzFailure) as caught:
+        check_case(case)
+    path = write_reproducer(caught.value, tmp_path)
+    loaded, data = load_reproducer(path)
+    assert data["level"] == "tile" and loaded.tile_ir == mutated
+    assert loaded.program == GEMM and loaded.aref_schedule == [1, 0, 1]
+    assert tawa_main(["repro", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "REPRODUCED at tile" in out and "D2 P2 C2 persistent" in out
+
+
+def test_reproducer_round_trip_with_a_wrong_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cooperative consumers on 64-row tiles: the pipeline refuses, at the compile level."""
+    program = replace(GEMM, block_m=64)
+    case = gemm_case(program=program)
+    with pytest.raises(FuzzFailure) as caught:
+        check_case(case)
+    assert caught.value.level == "compile"
+    path = write_reproducer(caught.value, tmp_path)
+    assert tawa_main(["repro", str(path)]) == 1
+    assert "REPRODUCED at compile" in capsys.readouterr().out
+    # fixed option: the same file with one consumer passes
+    data = json.loads(path.read_text())
+    data["case"]["options"]["consumers"] = 1
+    path.write_text(json.dumps(data))
+    assert tawa_main(["repro", str(path)]) == 0
+    assert "passes now" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def test_tawa_fuzz_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = tawa_main(
+        ["fuzz", "--minutes", "0.02", "--seed", "5", "--out", str(tmp_path), "--examples", "3"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "tawa fuzz (cpu, seed 5)" in out and "programs tried" in out
+    assert "options covered" in out and "failures: none" in out
+
+
+def test_tawa_fuzz_gpu_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    from tawa_xdsl.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    assert tawa_main(["fuzz", "--gpu", "--minutes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--gpu needs an sm_90" in err
+
+
+def test_tawa_repro_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    assert tawa_main(["repro", str(bad)]) == 1
+    assert "not a tawa fuzz reproducer" in capsys.readouterr().err
