@@ -619,10 +619,12 @@ def test_fragment_store_global_rules():
         "!nvgpu.fragment<wgmma_row, 64xf32>"
     ):
         store(ROW64, DescType([64, 64], f32)).verify()
+    store(ACC64, DescType([1, 64, 64], f32), offsets=3).verify()  # a 2-D block of a 3-D tensor
     with fails(
-        "'nvgpu.fragment_store_global' needs a rank-2 descriptor, got !tile.desc<1x64x64xf32>"
+        "'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block "
+        "dims are 1, got !tile.desc<2x64x64xf32>"
     ):
-        store(ACC64, DescType([1, 64, 64], f32), 3).verify()
+        store(ACC64, DescType([2, 64, 64], f32), 3).verify()
     with fails(
         "'nvgpu.fragment_store_global' needs one offset per descriptor dim: "
         "!tile.desc<64x64xf32> has rank 2, got 1 offsets"

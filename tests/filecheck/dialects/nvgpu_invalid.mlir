@@ -459,11 +459,11 @@ func.func @f(%a: !nvgpu.fragment<wgmma_row, 64xf32>, %d: !tile.desc<64x64xf32>, 
 
 // -----
 
-func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<1x64x64xf32>, %i: i32) {
-  nvgpu.fragment_store_global %a, %d[%i, %i, %i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<1x64x64xf32>
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<2x64x64xf32>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i, %i, %i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<2x64x64xf32>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_store_global' needs a rank-2 descriptor, got !tile.desc<1x64x64xf32>
+// CHECK: error: 'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block dims are 1, got !tile.desc<2x64x64xf32>
 
 // -----
 
