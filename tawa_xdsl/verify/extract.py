@@ -111,6 +111,9 @@ def _expr(value: SSAValue) -> tuple:
     parent = block.parent_op()
     if isinstance(parent, func.FuncOp):
         return ("kernel-arg", getattr(value, "index", 0))
+    if isinstance(parent, scf.ForOp) and value == parent.body.block.args[0]:
+        # Two loops with structurally equal bounds walk the same induction variable values.
+        return ("iv", _expr(parent.lb), _expr(parent.ub), _expr(parent.step))
     return ("arg", id(block), getattr(value, "index", 0))
 
 
@@ -155,6 +158,31 @@ def _slot_of(op: Operation, value: SSAValue, counter: SSAValue | None) -> tuple[
     return expr.offset, expr.modulus, expr.base
 
 
+def _same(a: SSAValue, b: SSAValue) -> bool:
+    return a == b or _expr(a) == _expr(b)
+
+
+def _is_slt(
+    cond: SSAValue,
+    lhs: SSAValue | None,
+    rhs: SSAValue,
+    iv_plus_step: tuple[SSAValue, SSAValue] | None = None,
+) -> bool:
+    """`cond` is `arith.cmpi slt, lhs, rhs` (or `slt, iv + step, rhs`)."""
+    op = cond.owner
+    if not (isinstance(op, arith.CmpiOp) and op.predicate.value.data in (2, 6)):  # slt, ult
+        return False
+    if not _same(op.rhs, rhs):
+        return False
+    if iv_plus_step is None:
+        return lhs is not None and _same(op.lhs, lhs)
+    add = op.lhs.owner
+    iv, step = iv_plus_step
+    return isinstance(add, arith.AddiOp) and (
+        (add.lhs == iv and _same(add.rhs, step)) or (add.rhs == iv and _same(add.lhs, step))
+    )
+
+
 def _lag_guard(block: Block) -> int:
     """L when `block` is the then-block of `scf.if (kt >= L)`, else 0."""
     parent = block.parent_op()
@@ -176,20 +204,100 @@ class _GroupWalker:
         self.loops: list[scf.ForOp] = []
         self.drain = False
         self.base: SSAValue | None = None
+        self.prologue: tuple[list[Step], scf.ForOp, list[scf.ForOp]] | None = None
+        self.lookahead: scf.ForOp | None = None
 
     def bar_name(self, bars: SSAValue) -> str | None:
         return "full" if bars == self.full else "empty" if bars == self.empty else None
 
     def walk(self, block: Block, loops: list[scf.ForOp], in_drain: bool) -> None:
-        for op in block.ops:
+        ops = list(block.ops)
+        for n, op in enumerate(ops):
             if isinstance(op, scf.ForOp):
                 self.walk(op.body.block, [*loops, op], in_drain or bool(self.steps))
             elif isinstance(op, scf.IfOp):
-                for region in op.regions:
-                    for b in region.blocks:
-                        self.walk(b, loops, in_drain)
+                self.walk_if(op, ops[n + 1 :], loops, in_drain)
             else:
                 self.visit(op, loops, in_drain, block)
+
+    def walk_if(
+        self, op: scf.IfOp, after: list[Operation], loops: list[scf.ForOp], in_drain: bool
+    ) -> None:
+        """Guards: a lag guard `kt >= L` (then-block only), the attention lookahead's peeled
+        prologue `if (lb < ub)` before the loop that repeats its ring ops, and the in-loop
+        lookahead `if (iv + step < ub)`: together `1 + (N - 1)` = N uses for N >= 1, none for
+        N = 0. Any other guard around ring ops is refused (its trip count is unknown)."""
+        then_block = op.true_region.blocks[0]
+        loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
+        if loop is not None and _is_slt(op.cond, loop.lb, loop.ub):
+            saved, self.steps = self.steps, []
+            saved_loops = self.loops
+            self.walk(then_block, loops, in_drain)
+            peeled, self.steps, self.loops = self.steps, saved, saved_loops
+            if peeled:
+                if in_drain:
+                    raise ExtractionError(f"{op_location(op)}: ring ops after the ring's main loop")
+                self.prologue = (peeled, loop, loops)
+            self._no_ring_ops(op.false_region.blocks, op)
+            return
+        if loops and _is_slt(
+            op.cond, None, loops[-1].ub, iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step)
+        ):
+            before = len(self.steps)
+            self.walk(then_block, loops, in_drain)
+            if len(self.steps) > before:
+                self.lookahead = loops[-1]
+            self._no_ring_ops(op.false_region.blocks, op)
+            return
+        before, drained = len(self.steps), self.drain
+        self.walk(then_block, loops, in_drain)
+        guarded = len(self.steps) > before or self.drain != drained
+        if guarded and not _lag_guard(then_block):
+            raise ExtractionError(
+                f"{op_location(op)}: ring ops under a guard the verifier does not model"
+            )
+        self._no_ring_ops(op.false_region.blocks, op)
+
+    def _no_ring_ops(self, blocks, op: Operation) -> None:
+        for b in blocks:
+            for inner in b.walk():
+                if self.step_of(inner, b) is not None:
+                    raise ExtractionError(f"{op_location(op)}: ring ops in an else-branch")
+
+    def finish(self) -> None:
+        """Check the lookahead shape: the peeled prologue does exactly what the loop body does,
+        before the loop whose later iterations repeat it under `iv + step < ub`."""
+        if self.prologue is None and self.lookahead is None:
+            return
+        if self.prologue is None or self.lookahead is None:
+            where = self.steps[0].loc if self.steps else "<unknown>"
+            raise ExtractionError(
+                f"{where}: a peeled prologue and a lookahead guard come in pairs (N uses)"
+            )
+        peeled, loop, outer = self.prologue
+        if loop is not self.lookahead or self.loops != [*outer, loop]:
+            raise ExtractionError(
+                f"{peeled[0].loc}: the peeled prologue belongs to another loop than the lookahead"
+            )
+
+        def shape(st: Step) -> tuple:
+            return (
+                st.kind,
+                st.barrier,
+                st.slot_mod,
+                st.parity_off,
+                st.parity_div,
+                st.parity_flip,
+                st.tx,
+                st.buffer,
+                st.lag,
+                st.slot_off - st.bar_slot_off,
+            )
+
+        if [shape(x) for x in peeled] != [shape(x) for x in self.steps]:
+            raise ExtractionError(
+                f"{peeled[0].loc}: the peeled prologue's ring ops differ from the loop body's"
+            )
 
     def visit(self, op: Operation, loops: list[scf.ForOp], in_drain: bool, block: Block) -> None:
         step = self.step_of(op, block)
@@ -297,19 +405,16 @@ def _init_count(module: ModuleOp, bars: SSAValue) -> int:
 
 
 def _empty_partner(module: ModuleOp, full: SSAValue) -> SSAValue:
+    """The barrier array the producer waits on last before it arrives on `full`."""
     for op in module.walk():
-        if isinstance(op, nvgpu.MBarrierWaitOp) and op.bars == full:
-            continue
-    for op in module.walk():
-        if isinstance(op, nvgpu.MBarrierWaitOp) and op.bars != full:
-            # The producer's wait sits in the block that arrives on full.
-            block = op.parent_block()
-            if block and any(
-                isinstance(o, nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp)
-                and o.bars == full
-                for o in block.ops
-            ):
-                return op.bars
+        if isinstance(op, nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp) and (
+            op.bars == full
+        ):
+            prev = op.prev_op
+            while prev is not None:
+                if isinstance(prev, nvgpu.MBarrierWaitOp) and prev.bars != full:
+                    return prev.bars
+                prev = prev.prev_op
     raise ExtractionError(f"{op_location(full.owner)}: no producer waits before arriving on it")
 
 
@@ -332,6 +437,7 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
         for group in (op for op in module.walk() if isinstance(op, aref.GroupOp)):
             walker = _GroupWalker(full, empty, buffers)
             walker.walk(group.body.block, [], False)
+            walker.finish()
             if walker.steps:
                 role = str(group.role.data)
                 actors.append(
