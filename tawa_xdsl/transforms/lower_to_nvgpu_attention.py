@@ -165,10 +165,26 @@ def lower_attention_consumers(kernel: func.FuncOp) -> bool:
     ]
     if not groups:
         return False
+    hoist_allocations(kernel)
     squeeze_slots(kernel)
     for group in groups:
         AttentionLowering().block(group.body.block)
     return True
+
+
+def hoist_allocations(kernel: func.FuncOp) -> None:
+    """Move every top-level smem and mbarrier allocation to the kernel's entry, in order.
+
+    Each ring of `lower-aref` is allocated and initialized in turn; the generic lowering
+    gathers all inits into one thread-0 block at the first init, which must not read the
+    barriers of later rings before they are allocated (three rings here: Q, K, V)."""
+    block = kernel.body.block
+    allocs = [o for o in block.ops if isinstance(o, nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp)]
+    for op in allocs:
+        op.detach()
+    first = block.first_op
+    assert first is not None
+    _before(first, allocs)
 
 
 def squeeze_slots(kernel: func.FuncOp) -> None:

@@ -10,6 +10,10 @@
 // CHECK:     func.func @attention_causal({{.*}}) attributes {nvgpu.threads = 384 : i32}
 // CHECK:     %q3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<1x128x64xf16, swizzle 128>
 // CHECK:     %k3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+// Every ring is allocated before the thread-0 block that initializes all barriers:
+// CHECK:     %v3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+// CHECK:     nvgpu.mbarrier_init %q3_ring_full, count 1
+// CHECK:     nvgpu.mbarrier_init %v3_ring_empty, count 2
 // CHECK:     nvgpu.setmaxnreg increase 232
 // CHECK:     %m0 = nvgpu.fragment_splat %neg_inf : f32 -> !nvgpu.fragment<wgmma_row, 64xf32>
 // CHECK:     %acc0 = nvgpu.fragment_splat %zero : f32 -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
