@@ -1,8 +1,12 @@
-"""Verify every ring of a lowered module: extract, search, explain.
+"""Verify every ring of a lowered module: extract, prove, or find a shortest counterexample.
 
-`verify_module(module)` returns one `RingVerdict` per ring: proved (with the time taken and the
-number of abstract states, which cover every trip count N >= 0 and every number of persistent
-tiles), or a counterexample trace rendered by `trace.render`.
+`verify_module(module)` returns one `RingVerdict` per ring. The proof is the compiler's inductive
+certificate checked by 1-induction with Z3 (`certificate.prove`: every trip count N >= 0 and every
+number of persistent tiles). When the certificate fails, the explicit search over the finite
+lag-relative model (`explicit.search`) looks for a shortest violating schedule, rendered by
+`trace.render`. A failed certificate for which the search finds no violation is an internal
+error of the certificate generator, reported as such (`internal_error`; the exhaustive search
+alone then shows the ring safe). `method="explicit"` skips the certificate (the second oracle).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tawa_xdsl.verify.certificate import prove
 from tawa_xdsl.verify.explicit import search
 from tawa_xdsl.verify.extract import RingProtocolModel, extract
 from tawa_xdsl.verify.trace import render
@@ -27,13 +32,30 @@ class RingVerdict:
     message: str = ""
     trace: list[str] = field(default_factory=list)
     model: RingProtocolModel | None = None
+    method: str = "certificate"  # what proved it: "certificate" (1-induction) or "explicit"
+    certificate: str = ""  # why the certificate check failed ("" when it held)
+    internal_error: bool = False  # the certificate failed, yet no counterexample exists
 
     def summary(self) -> str:
+        what = (
+            "no deadlock, overwrite, stale/partial read, count or tx mismatch, parity aliasing "
+            "for every trip count and tile count"
+        )
+        if self.internal_error:
+            return (
+                f"INTERNAL ERROR: ring {self.ring}: the compiler's certificate is wrong "
+                f"({self.certificate}); the explicit search found no counterexample "
+                f"({self.states} abstract states): {what} holds by exhaustive search, "
+                f"{self.seconds:.2f} s"
+            )
+        if self.proved and self.method == "certificate":
+            return (
+                f"proved: ring {self.ring}: {what} (certificate, 1-induction, {self.seconds:.2f} s)"
+            )
         if self.proved:
             return (
-                f"proved: ring {self.ring}: no deadlock, overwrite, stale/partial read, count or "
-                f"tx mismatch, parity aliasing for every trip count "
-                f"({self.states} abstract states, {self.seconds:.2f} s)"
+                f"proved: ring {self.ring}: {what} (explicit search, {self.states} abstract "
+                f"states, {self.seconds:.2f} s)"
             )
         return f"FAILED: ring {self.ring}: {self.message}"
 
@@ -46,15 +68,34 @@ class RingVerdict:
             "violation": self.violation,
             "message": self.message,
             "trace": self.trace,
+            "method": self.method,
+            "certificate": self.certificate,
+            "internal_error": self.internal_error,
         }
 
 
-def verify_ring(ring: RingProtocolModel) -> RingVerdict:
+def verify_ring(ring: RingProtocolModel, method: str = "certificate") -> RingVerdict:
+    """Prove one ring (module docstring)."""
     start = time.perf_counter()
+    failed = ""
+    if method == "certificate":
+        proof = prove(ring)
+        if proof.proved:
+            return RingVerdict(ring.name, True, time.perf_counter() - start, 0, model=ring)
+        failed = proof.failed
     result = search(ring)
     seconds = time.perf_counter() - start
     if result.violation is None:
-        return RingVerdict(ring.name, True, seconds, result.states, model=ring)
+        return RingVerdict(
+            ring.name,
+            True,
+            seconds,
+            result.states,
+            model=ring,
+            method="explicit",
+            certificate=failed,
+            internal_error=method == "certificate",
+        )
     return RingVerdict(
         ring.name,
         False,
@@ -64,8 +105,11 @@ def verify_ring(ring: RingProtocolModel) -> RingVerdict:
         result.message,
         render(ring, result),
         ring,
+        method="explicit",
+        certificate=failed,
     )
 
 
-def verify_module(module: ModuleOp) -> list[RingVerdict]:
-    return [verify_ring(ring) for ring in extract(module)]
+def verify_module(module: ModuleOp, method: str = "certificate") -> list[RingVerdict]:
+    """One verdict per ring of `module` (extraction errors raise `ExtractionError`)."""
+    return [verify_ring(ring, method) for ring in extract(module)]
