@@ -43,6 +43,7 @@ class CompileOptions:
     consumers: int = 2  # consumer warpgroups cooperating on one tile
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
+    verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,10 @@ def compile_to_ptx(
     ir["aref"] = str(ws)
     _run([LowerArefPass()], ws)
     ir["mbarrier"] = str(ws)
+    if opts.verify:
+        from tawa_xdsl.verify.check import check_module
+
+        check_module(ws)  # raises a one-line ProtocolError when a ring can go wrong
     _run([LowerToNvgpuPass(epilogue=opts.epilogue)], ws)
     ir["nvgpu"] = str(ws)
     ptx = emit_ptx(ws)

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.verify.certificate import prove
 from tawa_xdsl.verify.explicit import search
-from tawa_xdsl.verify.extract import RingProtocolModel, extract
+from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract
 from tawa_xdsl.verify.trace import render
 
 
@@ -113,3 +114,57 @@ def verify_ring(ring: RingProtocolModel, method: str = "certificate") -> RingVer
 def verify_module(module: ModuleOp, method: str = "certificate") -> list[RingVerdict]:
     """One verdict per ring of `module` (extraction errors raise `ExtractionError`)."""
     return [verify_ring(ring, method) for ring in extract(module)]
+
+
+class ProtocolError(TawaError):
+    """A lowered ring's barrier protocol can go wrong (one line; tawa-verify has the trace)."""
+
+
+_PROVED: set[tuple] = set()  # protocols already proved (autotuning compiles the same rings)
+
+
+def _key(ring: RingProtocolModel) -> tuple:
+    def actor(a) -> tuple:
+        steps = tuple(
+            (s.kind, s.barrier, s.slot_off, s.slot_mod, s.parity_off, s.parity_div)
+            + (s.parity_flip, s.tx, s.buffer, s.bar_slot_off, s.lag)
+            for s in a.steps
+        )
+        return (a.role, a.count, steps, a.drain)
+
+    return (
+        ring.depth,
+        ring.full_count,
+        ring.empty_count,
+        actor(ring.producer),
+        tuple(actor(c) for c in ring.consumers),
+        tuple(sorted(ring.certificate.items())),
+        tuple(sorted(ring.trip_delta.items())),
+    )
+
+
+def check_module(module: ModuleOp) -> list[RingVerdict]:
+    """Prove every ring or raise a one-line `ProtocolError` (the compile pipeline's check).
+
+    Proofs are cached by protocol (the rings' extracted steps and parameters), so compiling
+    the same pipeline again costs only the extraction. An internal error of the certificate
+    does not fail the compile (the explicit search showed the ring safe)."""
+    verdicts = []
+    try:
+        rings = extract(module)
+    except ExtractionError as error:
+        raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
+    for ring in rings:
+        key = _key(ring)
+        if key in _PROVED:
+            verdicts.append(RingVerdict(ring.name, True, 0.0, 0, model=ring, method="cached"))
+            continue
+        verdict = verify_ring(ring)
+        if not verdict.proved:
+            raise ProtocolError(
+                f"{ring.loc}: error: barrier protocol of ring {ring.name} can go wrong: "
+                f"{verdict.message} (tawa-verify prints the trace)"
+            )
+        _PROVED.add(key)
+        verdicts.append(verdict)
+    return verdicts
