@@ -144,6 +144,8 @@ def _mutant(name):
 def test_verifier_rejects_with_trace(name):
     (verdict,) = verify_module(_mutant(name))
     assert not verdict.proved, name
+    # the certificate check rejected it, and the explicit search found the real trace
+    assert verdict.certificate and not verdict.internal_error, verdict.summary()
     expected = MUTATIONS[name][3]
     if expected is not None:
         assert verdict.violation in ({expected} if isinstance(expected, str) else expected), (
