@@ -25,6 +25,7 @@ from tawa_xdsl.diagnostics import TawaError, parse_module
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError
+from tawa_xdsl.verify.lints import lint_module
 
 
 def _apply(module, pipeline: str) -> None:
@@ -54,20 +55,27 @@ def main(argv: list[str] | None = None) -> int:
         module = parse_module(make_context(), text, name)
         if args.passes:
             _apply(module, args.passes)
+        lints = lint_module(module)
         verdicts = verify_module(module, "explicit" if args.explicit else "certificate")
     except (TawaError, ExtractionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps([v.to_json() for v in verdicts], indent=2))
+        out = [v.to_json() for v in verdicts]
+        out += [{"lint": x.name, "severity": x.severity, "loc": x.loc, "message": x.message}
+                for x in lints]  # fmt: skip
+        print(json.dumps(out, indent=2))
     else:
+        for x in lints:
+            print(x)
         for v in verdicts:
             print(v.summary())
             for line in v.trace:
                 print(line)
     if any(v.internal_error for v in verdicts):
         return 3
-    return 0 if all(v.proved for v in verdicts) else 1
+    errors = any(x.severity == "error" for x in lints)
+    return 0 if all(v.proved for v in verdicts) and not errors else 1
 
 
 if __name__ == "__main__":

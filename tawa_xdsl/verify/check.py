@@ -144,11 +144,16 @@ def _key(ring: RingProtocolModel) -> tuple:
 
 
 def check_module(module: ModuleOp) -> list[RingVerdict]:
-    """Prove every ring or raise a one-line `ProtocolError` (the compile pipeline's check).
+    """Lint, prove every ring, or raise a one-line `ProtocolError` (the compile pipeline's check).
 
     Proofs are cached by protocol (the rings' extracted steps and parameters), so compiling
     the same pipeline again costs only the extraction. An internal error of the certificate
     does not fail the compile (the explicit search showed the ring safe)."""
+    from tawa_xdsl.verify.lints import lint_module
+
+    errors = [x for x in lint_module(module) if x.severity == "error"]
+    if errors:
+        raise ProtocolError(str(errors[0]))
     verdicts = []
     try:
         rings = extract(module)
