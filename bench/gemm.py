@@ -1,11 +1,14 @@
 """GEMM benchmark: the generated warp-specialized kernel (best config) vs cuBLAS, same run.
 
-    python bench/gemm.py [--dtypes bf16,f16] [--out bench/results/gemm.json]
+    python bench/gemm.py [--dtypes fp8,bf16,f16] [--out bench/results/gemm.json]
 
 C = A @ B^T, M = N = 8192, K from 256 to 16384. For each dtype and K, every config of
-`tawa_xdsl.gemm_configs.GEMM_CONFIGS` is timed through `tawa_xdsl.autotune.Autotuner.tune`
+`tawa_xdsl.gemm_configs.configs_for(dtype)` is timed through `tawa_xdsl.autotune.Autotuner.tune`
 (the same search `@autotune` runs), the winner is checked against torch (relative error), and
-cuBLAS (torch.matmul) is timed in the same process. Prints one line per K with the best
+cuBLAS is timed in the same process: torch.matmul for f16/bf16, and for fp8 (e4m3 A and B,
+bf16 C) torch._scaled_mm with unit scales and bf16 output, the same function as ours.
+Kernels are compiled with `verify=False`: the ring proofs are CPU work (tests/unit proves
+these configurations) and would only spend the GPU lease. Prints one line per K with the best
 config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing:
 triton.testing.do_bench (CUDA events, median), fresh random inputs (never zeros).
 """
@@ -13,6 +16,7 @@ triton.testing.do_bench (CUDA events, median), fresh random inputs (never zeros)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -27,10 +31,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tawa_xdsl.language as tl  # noqa: E402
 from tawa_xdsl.autotune import Autotuner, Config  # noqa: E402
 from tawa_xdsl.backend.compile import CompiledKernel, compile_to_ptx, options_from_launch  # noqa: E402
-from tawa_xdsl.gemm_configs import GEMM_CONFIGS, gemm_tile_ir  # noqa: E402
+from tawa_xdsl.gemm_configs import config_tile_ir, configs_for  # noqa: E402
 
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)
-DTYPES = {"bf16": (torch.bfloat16, tl.bfloat16), "f16": (torch.float16, tl.float16)}
+DTYPES = {
+    "bf16": (torch.bfloat16, tl.bfloat16),
+    "f16": (torch.float16, tl.float16),
+    "fp8": (torch.float8_e4m3fn, tl.float8e4nv),
+}
+
+
+def peer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """cuBLAS on the same problem: C = A @ B^T (fp8: torch._scaled_mm, unit scales, bf16 out)."""
+    if a.dtype == torch.float8_e4m3fn:
+        one = torch.ones((), device=a.device, dtype=torch.float32)
+        return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return a @ b.T
 
 
 def timer(run) -> float:
@@ -38,17 +54,32 @@ def timer(run) -> float:
 
 
 def short(config: Config) -> str:
-    """BN128-D4P2-tma-pers: tile width, D, P, epilogue, persistence."""
-    o = config.options()
+    """BN128-D4P2-tma-pers(-G16): tile width, D, P, epilogue, persistence, GROUP_M if not 8."""
+    o, kw = config.options(), config.kwargs
     return (
-        f"BN{config.kwargs['BLOCK_N']}-D{o['num_stages']}P{o['mma_depth']}-{o['epilogue']}"
+        f"BN{kw['BLOCK_N']}-D{o['num_stages']}P{o['mma_depth']}-{o['epilogue']}"
         f"{'-pers' if o.get('persistent') else ''}"
+        f"{'-G' + str(kw['GROUP_M']) if 'GROUP_M' in kw else ''}"
     )
+
+
+def write_json(out: Path, rows: list[dict], configs: list[Config]) -> None:
+    """Every row so far, with the run's metadata, as JSON at `out`."""
+    meta = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "timing": "triton.testing.do_bench median, warmup 25 ms, rep 100 ms",
+        "configs": [c.to_json() for c in configs],
+        "peers": {"bf16/f16": "torch.matmul", "fp8": "torch._scaled_mm (scales 1, bf16 out)"},
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dtypes", default="bf16,f16")
+    parser.add_argument("--dtypes", default="fp8,bf16,f16")
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--out", default="bench/results/gemm.json")
@@ -56,20 +87,23 @@ def main() -> None:
     args = parser.parse_args()
     m = n = args.size
     rows = []
+    all_configs: list[Config] = []
     for dname in args.dtypes.split(","):
         tdtype, ldtype = DTYPES[dname]
+        out_dtype = torch.bfloat16 if ldtype.is_fp8 else tdtype
+        configs = configs_for(ldtype)
+        all_configs.extend(configs)
         kernels: dict[Config, CompiledKernel] = {}
         t0 = time.time()
-        for config in GEMM_CONFIGS:
-            kw = config.kwargs
-            module = gemm_tile_ir(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], ldtype)
-            kernels[config] = compile_to_ptx(module, options_from_launch(config.options()))
+        for config in configs:
+            options = dataclasses.replace(options_from_launch(config.options()), verify=False)
+            kernels[config] = compile_to_ptx(config_tile_ir(config, ldtype), options)
         print(f"{dname}: compiled {len(kernels)} configs in {time.time() - t0:.1f}s", flush=True)
-        tuner = Autotuner(None, GEMM_CONFIGS, ["M", "N", "K"], timer=timer, use_disk=False)
+        tuner = Autotuner(None, configs, ["M", "N", "K"], timer=timer, use_disk=False)
         for k in map(int, args.ks.split(",")):
             a = torch.randn(m, k, device="cuda").to(tdtype)
             b = torch.randn(n, k, device="cuda").to(tdtype)
-            c = torch.empty(m, n, device="cuda", dtype=tdtype)
+            c = torch.empty(m, n, device="cuda", dtype=out_dtype)
             flop = 2 * m * n * k
 
             def run(config: Config, a=a, b=b, c=c, k=k):
@@ -78,7 +112,7 @@ def main() -> None:
                 return kernels[config].prepare(grid, a, b, c, m, n, k)  # noqa: B023
 
             best = tuner.tune((m, n, k, dname), run)
-            ms_cublas = timer(lambda a=a, b=b: a @ b.T)
+            ms_cublas = timer(lambda a=a, b=b: peer(a, b))
             c.fill_(float("nan"))
             run(best)()
             torch.cuda.synchronize()
@@ -104,15 +138,8 @@ def main() -> None:
                 Path(args.ptx_dir).mkdir(parents=True, exist_ok=True)
                 (Path(args.ptx_dir) / f"{short(best)}.ptx").write_text(kernels[best].ptx)
             del a, b, c, ref
-    meta = {
-        "gpu": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "timing": "triton.testing.do_bench median, warmup 25 ms, rep 100 ms",
-        "configs": [c.to_json() for c in GEMM_CONFIGS],
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+            write_json(Path(args.out), rows, all_configs)  # a time limit keeps what ran
+    write_json(Path(args.out), rows, all_configs)
     print(f"\n{'dtype':>5} {'K':>6} {'ours':>8} {'cuBLAS':>8} {'ratio':>6}  best")
     for r in rows:
         print(

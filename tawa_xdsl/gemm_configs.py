@@ -6,7 +6,13 @@ element type as parameters (one program per BLOCK_M x BLOCK_N tile of C, grouped
 fp32 accumulation, output rounded to the input type). Launch the compiled kernel with
 grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), 1, 1) and arguments (a, b, c, M, N, K).
 
-`GEMM_CONFIGS` are the `tawa_xdsl.autotune.Config`s that bench/gemm.py tunes over.
+FP8: `gemm_tile_ir(128, 256, 128, tl.float8e4nv)` takes e4m3 A and B (wgmma k32, both
+K-major; BLOCK_K = 128 makes a slot row exactly the 128-byte swizzle span), accumulates in
+fp32 and writes bf16 (`out_dtype`, f16 also allowed). TMA needs 16-byte row strides, so K must
+be a multiple of 16 for fp8 inputs.
+
+`GEMM_CONFIGS` (f16/bf16) and `FP8_GEMM_CONFIGS` are the `tawa_xdsl.autotune.Config`s that
+bench/gemm.py tunes over; `configs_for(dtype)` picks the list.
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ import tawa_xdsl.language as tl
 from tawa_xdsl.autotune import Config
 from tawa_xdsl.dialects import make_context
 
-_MLIR_TYPES = {"fp16": "f16", "bf16": "bf16"}
+_MLIR_TYPES = {"fp16": "f16", "bf16": "bf16", "fp8e4nv": "f8E4M3FN", "fp8e5": "f8E5M2"}
 
 _TEMPLATE = """
 func.func @gemm(%a_desc: !tile.desc<{bm}x{bk}x{t}>, %b_desc: !tile.desc<{bn}x{bk}x{t}>,
-                %c_desc: !tile.desc<{bm}x{bn}x{t}>, %m: i32, %n: i32, %k: i32) {{
+                %c_desc: !tile.desc<{bm}x{bn}x{o}>, %m: i32, %n: i32, %k: i32) {{
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %block_m = arith.constant {bm} : i32
@@ -60,8 +66,8 @@ func.func @gemm(%a_desc: !tile.desc<{bm}x{bk}x{t}>, %b_desc: !tile.desc<{bn}x{bk
     %acc_next = tile.dot %a, %b_t, %acc_iter : tensor<{bm}x{bk}x{t}>, tensor<{bk}x{bn}x{t}> -> tensor<{bm}x{bn}xf32>
     scf.yield %acc_next : tensor<{bm}x{bn}xf32>
   }}
-  %c_tile = tile.convert %acc : tensor<{bm}x{bn}xf32> -> tensor<{bm}x{bn}x{t}>
-  tile.store %c_desc[%off_m, %off_n], %c_tile : !tile.desc<{bm}x{bn}x{t}>, tensor<{bm}x{bn}x{t}>
+  %c_tile = tile.convert %acc : tensor<{bm}x{bn}xf32> -> tensor<{bm}x{bn}x{o}>
+  tile.store %c_desc[%off_m, %off_n], %c_tile : !tile.desc<{bm}x{bn}x{o}>, tensor<{bm}x{bn}x{o}>
   func.return
 }}
 """
@@ -73,36 +79,71 @@ def gemm_tile_ir(
     block_k: int = 64,
     dtype: tl.dtype = tl.float16,
     group_m: int = 8,
+    out_dtype: tl.dtype | None = None,
 ) -> ModuleOp:
-    """The tile-level GEMM module for one tile shape and element type (fp16 or bf16)."""
+    """The tile-level GEMM module for one tile shape and input type (fp16, bf16 or fp8).
+
+    The output type is `out_dtype`; by default the input type, and bf16 for fp8 inputs.
+    """
     if dtype.name not in _MLIR_TYPES:
-        raise ValueError(f"gemm_tile_ir: dtype must be float16 or bfloat16, got {dtype.name}")
+        raise ValueError(f"gemm_tile_ir: dtype must be float16, bfloat16 or fp8, got {dtype.name}")
+    out = out_dtype or (tl.bfloat16 if dtype.is_fp8 else dtype)
+    if out.name not in ("fp16", "bf16"):
+        raise ValueError(f"gemm_tile_ir: out_dtype must be float16 or bfloat16, got {out.name}")
     text = _TEMPLATE.format(
         bm=block_m, bn=block_n, bk=block_k, gm=group_m, t=_MLIR_TYPES[dtype.name],
+        o=_MLIR_TYPES[out.name],
         bm1=block_m - 1, bn1=block_n - 1, bk1=block_k - 1,
     )  # fmt: skip
     return Parser(make_context(), text).parse_module()
 
 
-def _config(bn: int, d: int, p: int, persistent: bool, epilogue: str) -> Config:
+def _config(
+    bn: int, d: int, p: int, persistent: bool, epilogue: str, bk: int = 64, group_m: int = 8
+) -> Config:
+    kwargs = {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": bk}
+    if group_m != 8:
+        kwargs["GROUP_M"] = group_m
     return Config(
-        {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64},
-        num_stages=d, mma_depth=p, num_consumer_groups=2, persistent=persistent,
+        kwargs, num_stages=d, mma_depth=p, num_consumer_groups=2, persistent=persistent,
         epilogue=epilogue,
     )  # fmt: skip
 
 
-# What bench/gemm.py tunes over (two cooperating consumers throughout): the st.global
-# baseline, the TMA-store epilogue persistent or not, and 128x256 tiles (D = 3: the 64 KiB
-# staging buffer and three 48 KiB stages fill the 227 KiB of smem).
+# What bench/gemm.py tunes over for f16/bf16 (two cooperating consumers throughout): the
+# TMA-store epilogue, persistent, on 128x128 and 128x256 tiles (D = 3 for 128x256: the 64 KiB
+# staging buffer and three 48 KiB stages fill the 227 KiB of smem). The configs that never won
+# in the 2026-11-30 runs (st.global epilogues, non-persistent) are gone, as measured in
+# bench/NOTES.md; the GROUP_M = 4 / 16 variants of the winner test the tile order.
 GEMM_CONFIGS = [
-    _config(128, 4, 1, False, "global"),
-    _config(128, 4, 2, True, "global"),
     _config(128, 4, 1, True, "tma"),
-    _config(128, 4, 2, True, "tma"),
     _config(128, 6, 2, True, "tma"),
-    _config(128, 4, 1, False, "tma"),
     _config(256, 3, 1, True, "tma"),
     _config(256, 3, 2, True, "tma"),
-    _config(256, 4, 2, True, "global"),
+    _config(256, 3, 2, True, "tma", group_m=4),
+    _config(256, 3, 2, True, "tma", group_m=16),
 ]
+
+# FP8 (e4m3 in, bf16 out): BLOCK_K = 128 (one 128-byte swizzled row of 1-byte elements per
+# slot row, four k32 wgmmas per stage), so a stage holds the same bytes as a BLOCK_K = 64
+# bf16 stage and the smem budget is the same: D = 4 on 128x128, D = 3 on 128x256.
+FP8_GEMM_CONFIGS = [
+    _config(128, 4, 1, True, "tma", bk=128),
+    _config(128, 4, 2, True, "tma", bk=128),
+    _config(256, 3, 1, True, "tma", bk=128),
+    _config(256, 3, 2, True, "tma", bk=128),
+    _config(256, 3, 2, True, "tma", bk=128, group_m=16),
+]
+
+
+def configs_for(dtype: tl.dtype) -> list[Config]:
+    """The config list bench/gemm.py tunes over for inputs of `dtype`."""
+    return FP8_GEMM_CONFIGS if dtype.is_fp8 else GEMM_CONFIGS
+
+
+def config_tile_ir(config: Config, dtype: tl.dtype) -> ModuleOp:
+    """`gemm_tile_ir` for the block sizes (and GROUP_M) of `config`."""
+    kw = config.kwargs
+    return gemm_tile_ir(
+        kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], dtype, group_m=kw.get("GROUP_M", 8)
+    )

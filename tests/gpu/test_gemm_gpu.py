@@ -4,10 +4,16 @@ examples/gemm.mlir (C = A @ B^T, f16; and its bf16 variant) -> compile_to_ptx fo
 (D, P, consumers, persistent) combinations -> runtime launch on fresh random data with a
 NaN-poisoned output. Shapes cover square and non-square problems, K not a multiple of
 BLOCK_K (TMA zero-fill) and M, N not multiples of the 128x128 tile (clipped stores).
+FP8: e4m3 A and B (gemm_configs, BLOCK_K = 128), bf16 C, against the float32 product of the
+dequantized inputs.
+
+Kernels are compiled with `verify=False`: the ring proofs of these options run on the CPU
+(tests/unit/test_ptx_assembles.py) and would only spend the GPU lease here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -45,6 +51,7 @@ SHAPES = [(256, 256, 256), (384, 640, 1024), (300, 200, 136), (129, 1000, 72), (
 @functools.cache
 def compiled(dtype: str, options: CompileOptions) -> CompiledKernel:
     text = GEMM if dtype == "f16" else GEMM.replace("xf16>", "xbf16>")
+    options = dataclasses.replace(options, verify=False)
     return compile_to_ptx(Parser(make_context(), text).parse_module(), options)
 
 
@@ -54,16 +61,17 @@ def compiled_wide(dtype: str, options: CompileOptions) -> CompiledKernel:
     from tawa_xdsl.gemm_configs import gemm_tile_ir
 
     ldtype = tl.float16 if dtype == "f16" else tl.bfloat16
+    options = dataclasses.replace(options, verify=False)
     return compile_to_ptx(gemm_tile_ir(128, 256, 64, ldtype), options)
 
 
 def run_gemm(
-    kernel: CompiledKernel, m: int, n: int, k: int, dtype, block_n: int = 128
+    kernel: CompiledKernel, m: int, n: int, k: int, dtype, block_n: int = 128, out_dtype=None
 ) -> tuple[float, int]:
     """(relative error vs float32, count of unwritten outputs) on fresh random inputs."""
     a = torch.randn(m, k, device="cuda").to(dtype)
     b = torch.randn(n, k, device="cuda").to(dtype)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype or dtype)
     grid = (-(-m // 128) * -(-n // block_n), 1, 1)
     kernel.launch(grid, a, b, c, m, n, k)
     torch.cuda.synchronize()
@@ -99,5 +107,51 @@ def test_gemm_matches_reference(shape, dtype, options):
 def test_wide_gemm_matches_reference(shape, dtype, options):
     kernel = compiled_wide(dtype, options)
     err, unwritten = run_gemm(kernel, *shape, DTYPES[dtype], block_n=256)
+    assert unwritten == 0
+    assert err < 1e-2, f"relative error {err:.2e}"
+
+
+# FP8 e4m3 -> bf16 (BLOCK_K = 128). TMA needs 16-byte row strides: K is a multiple of 16 here
+# (80 and 144 are not multiples of BLOCK_K: the K tail is zero-filled).
+FP8 = [
+    (128, CompileOptions(stages=4, mma_depth=1, consumers=2, persistent=True, epilogue="tma")),
+    (128, CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=False)),
+    (256, CompileOptions(stages=3, mma_depth=1, consumers=2, persistent=True, epilogue="tma")),
+    (256, CompileOptions(stages=3, mma_depth=2, consumers=2, persistent=True, epilogue="tma")),
+]
+FP8_SHAPES = [
+    (256, 256, 256),
+    (384, 640, 1024),
+    (300, 200, 144),
+    (129, 1000, 80),
+    (1024, 512, 4096),
+]
+
+
+@functools.cache
+def compiled_fp8(block_n: int, options: CompileOptions) -> CompiledKernel:
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.gemm_configs import gemm_tile_ir
+
+    options = dataclasses.replace(options, verify=False)
+    return compile_to_ptx(gemm_tile_ir(128, block_n, 128, tl.float8e4nv), options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("block_n", "options"),
+    FP8,
+    ids=lambda v: (
+        f"D{v.stages}P{v.mma_depth}{'p' if v.persistent else ''}-{v.epilogue}"
+        if isinstance(v, CompileOptions)
+        else f"BN{v}"
+    ),
+)
+@pytest.mark.parametrize("shape", FP8_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_fp8_gemm_matches_reference(shape, block_n, options):
+    kernel = compiled_fp8(block_n, options)
+    err, unwritten = run_gemm(
+        kernel, *shape, torch.float8_e4m3fn, block_n=block_n, out_dtype=torch.bfloat16
+    )
     assert unwritten == 0
     assert err < 1e-2, f"relative error {err:.2e}"

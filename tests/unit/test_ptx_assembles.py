@@ -9,6 +9,7 @@ ignored setmaxnreg (C7508), DESIGN §7. Skipped only when ptxas is absent (CI ma
 from __future__ import annotations
 
 import itertools
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -98,3 +99,33 @@ def test_wide_tiles_assemble_without_spills(dtype: str):
         assert result.ok and result.registers is not None, f"{_name(options)}:\n{result.log}"
         assert "0 bytes spill stores" in result.log, result.log
         assert kernel.smem_bytes <= 227 * 1024
+
+
+# FP8 (e4m3 in, fp32 accumulation, bf16 out) with BLOCK_K = 128: k32 wgmmas on both K-major
+# operands, 128-element (128-byte) swizzled slot rows; the same smem budget as bf16 BLOCK_K 64.
+FP8_COMBOS = [
+    (128, CompileOptions(4, 1, 2, True, "tma")),
+    (128, CompileOptions(4, 2, 2, False, "global")),
+    (256, CompileOptions(3, 1, 2, True, "tma")),
+    (256, CompileOptions(3, 2, 2, True, "tma")),
+]
+
+
+@needs_ptxas
+@pytest.mark.parametrize(("block_n", "options"), FP8_COMBOS, ids=lambda v: str(v))
+def test_fp8_gemm_assembles_without_spills(block_n: int, options: CompileOptions):
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.gemm_configs import gemm_tile_ir
+
+    kernel = compile_to_ptx(gemm_tile_ir(128, block_n, 128, tl.float8e4nv), options)
+    assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k32.f32.e4m3.e4m3" in kernel.ptx
+    # one stage: A 128x128 + B block_n x 128 bytes, delivered on one full barrier
+    stage_bytes = {
+        int(b) for b in re.findall(r"expect_tx\.shared::cta\.b64 _, \[%r\d+\], (\d+);", kernel.ptx)
+    }
+    assert stage_bytes == {128 * 128 + block_n * 128}, stage_bytes
+    assert kernel.tensor_maps[0].box == (128, 128) and kernel.tensor_maps[0].swizzle == 128
+    result = assemble(kernel.ptx)
+    assert result.ok and result.registers is not None, f"{_name(options)}:\n{result.log}"
+    assert "0 bytes spill stores" in result.log, result.log
+    assert kernel.smem_bytes <= 227 * 1024
