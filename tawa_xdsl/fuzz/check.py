@@ -12,8 +12,10 @@ Levels, in order (`LEVELS`):
 * `compile`: `warp_specialize` with the case's options (D, P, consumers, persistent,
   attention pipelining), then `lower-aref`; a refusal is a failure (the strategies only draw
   what the compiler supports).
-* `verify`: the barrier-protocol proof of the mbarrier-level IR, when the verifier's Python
-  API is importable (`tawa_xdsl.verify.prove_module`); skipped otherwise.
+* `verify`: the barrier-protocol proof of the mbarrier-level IR
+  (`tawa_xdsl.verify.check.check_module`: every ring proved for every trip count, cached by
+  protocol); skipped, and counted in the summary, for D > `PROVE_MAX_STAGES` and for
+  protocols the verifier cannot model.
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
@@ -27,7 +29,6 @@ list, so a failing interleaving shrinks and replays from the reproducer).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -190,31 +191,63 @@ def _describe_mismatch(actual: np.ndarray, bad: np.ndarray, what: str, hint: Any
     return text
 
 
-def prover() -> Callable[[Any], Any] | None:
-    """The verifier's proof entry point when it is importable, else None."""
+PROVE_MAX_STAGES = 4
+"""Proofs of rings deeper than this are skipped (their cost grows quickly with D and two
+consumers; the verifier's own suite covers the whole option space)."""
+
+
+@lru_cache(maxsize=256)
+def prove(text: str, options: Options) -> tuple[str, str]:
+    """The verifier's verdict on the lowered module: ("proved" | "failed" | "skipped", why).
+    `verify.check.check_module` caches proofs by protocol, so a protocol seen before (same
+    options and payload bytes, any shape) costs only the extraction."""
+    if options.stages > PROVE_MAX_STAGES:
+        return "skipped", f"D > {PROVE_MAX_STAGES} (proof cost)"
+    from tawa_xdsl.verify.check import ProtocolError, check_module
+
     try:
-        module = importlib.import_module("tawa_xdsl.verify")
-    except ImportError:
-        return None
-    return getattr(module, "prove_module", None)
+        verdicts = check_module(_lowered(text, options))
+    except ProtocolError as error:
+        if "cannot be verified" in str(error):
+            return "skipped", "the verifier cannot model this protocol"
+        return "failed", str(error)
+    return "proved", f"{len(verdicts)} ring(s) proved"
 
 
-def _gpu_bounds_check(case: Case, args: list[Any], out: int) -> None:
+@lru_cache(maxsize=64)
+def _gpu_kernel(text: str, options: Options) -> Any:
+    """`compile_to_ptx` of the program, or the reason the backend refuses it (a string)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
     from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+    from tawa_xdsl.diagnostics import TawaError
+
+    compile_options = CompileOptions(
+        stages=options.stages,
+        mma_depth=options.mma_depth,
+        consumers=options.consumers,
+        persistent=options.persistent,
+    )
+    try:
+        return compile_to_ptx(_parse(text), compile_options)
+    except (DiagnosticException, TawaError, NotImplementedError, ValueError) as error:
+        return f"the GPU backend refuses it: {str(error).splitlines()[0][:100]}"
+
+
+def _run_on_gpu(case: Case, args: list[Any]) -> str | None:
+    """Launch the compiled program on `args` (outputs copied back); a skip reason or None."""
     from tawa_xdsl.descriptor import TensorDescriptor
 
-    opts = case.options
-    kernel = compile_to_ptx(
-        _parse(case.ir()),
-        CompileOptions(opts.stages, opts.mma_depth, opts.consumers, opts.persistent),
-    )
-    module = _parse(case.ir())
-    kernel_op = next(iter(module.ops))
+    kernel = _gpu_kernel(case.ir(), case.options)
+    if isinstance(kernel, str):
+        return kernel
+    kernel_op = next(iter(_parse(case.ir()).ops))
     launch_args: list[Any] = []
-    for arg, block in zip(args, kernel_op.body.block.args, strict=True):  # type: ignore[attr-defined]
-        shape = getattr(block.type, "get_block_shape", None)
-        launch_args.append(TensorDescriptor.from_tensor(arg, shape()) if shape else arg)
+    for arg, param in zip(args, kernel_op.body.block.args, strict=True):  # type: ignore[attr-defined]
+        block_shape = getattr(param.type, "get_block_shape", None)
+        launch_args.append(TensorDescriptor.from_tensor(arg, block_shape()) if block_shape else arg)
     kernel.launch(case.program.grid(case.shape), *launch_args)
+    return None
 
 
 # ----------------------------------------------------------------------------- check
@@ -287,16 +320,15 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
             raise fail("compile", f"{type(error).__name__}: {error}") from error
         outcome.ran.append("compile")
         if "verify" in case.levels:
-            prove = prover()
-            if prove is None:
-                outcome.skipped["verify"] = "no verifier API (tawa_xdsl.verify.prove_module)"
+            try:
+                verdict, why = prove(case.ir(), opts)
+            except Exception as error:  # noqa: BLE001
+                raise fail("verify", f"{type(error).__name__}: {error}") from error
+            if verdict == "failed":
+                raise fail("verify", f"the barrier-protocol proof failed: {why}")
+            if verdict == "skipped":
+                outcome.skipped["verify"] = why
             else:
-                try:
-                    result = prove(lowered)
-                except Exception as error:  # noqa: BLE001
-                    raise fail("verify", f"{type(error).__name__}: {error}") from error
-                if result is not None and not getattr(result, "ok", bool(result)):
-                    raise fail("verify", f"the barrier protocol proof failed: {result}")
                 outcome.ran.append("verify")
         if "aref" in case.levels:
             try:
@@ -314,15 +346,18 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
     if "gpu" in case.levels:
         gpu_args = _copy_args(args)
         try:
-            _gpu_bounds_check(case, gpu_args, out)
+            skipped = _run_on_gpu(case, gpu_args)
         except Exception as error:  # noqa: BLE001
             raise fail("gpu", f"{type(error).__name__}: {error}") from error
-        bad = bounds.violations(gpu_args[out])
-        if bad.any():
-            raise fail(
-                "gpu",
-                "GPU vs numpy: "
-                + _describe_mismatch(gpu_args[out], bad, "outside the numpy bounds", hint),
-            )
-        outcome.ran.append("gpu")
+        if skipped is not None:
+            outcome.skipped["gpu"] = skipped
+        else:
+            bad = bounds.violations(gpu_args[out])
+            if bad.any():
+                raise fail(
+                    "gpu",
+                    "GPU vs numpy: "
+                    + _describe_mismatch(gpu_args[out], bad, "outside the numpy bounds", hint),
+                )
+            outcome.ran.append("gpu")
     return outcome

@@ -74,7 +74,7 @@ def test_run_round_summary(tmp_path: Path) -> None:
 def test_good_cases_pass() -> None:
     check_case(gemm_case())
     attention = AttentionProgram("bf16", 128, 128, causal=True)
-    check_case(Case(attention, {"heads": 1, "seq": 129}, 0, "large", (0.125,), Options(3, 2, 2)))
+    check_case(Case(attention, {"heads": 1, "seq": 129}, 0, "large", (0.125,), Options(3, 2, 1)))
 
 
 # ------------------------------------------------------------ the references catch bugs
@@ -166,3 +166,17 @@ def test_tawa_repro_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     bad.write_text("{}")
     assert tawa_main(["repro", str(bad)]) == 1
     assert "not a tawa fuzz reproducer" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- GPU mode, CPU side
+
+
+def test_gpu_mode_compiles_or_says_why() -> None:
+    """GPU cases compile to PTX (launched only on a GPU: tests/gpu/test_fuzz_gpu.py);
+    programs the backend does not lower yet are skipped with the reason."""
+    from tawa_xdsl.fuzz.check import _gpu_kernel
+
+    plain = _gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
+    assert not isinstance(plain, str) and ".target sm_90a" in plain.ptx
+    refused = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
+    assert isinstance(refused, str) and "GPU backend refuses" in refused
