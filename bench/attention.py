@@ -6,7 +6,8 @@ Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden
 4 * B * H * S^2 * d / t (halved when causal), medians of `triton.testing.do_bench`. Prints a
 table with ratios to each peer and writes JSON.
 
-    python bench/attention.py [--dtype f16] [--seqs 512,2048] [--out results.json]
+    python bench/attention.py [--dtype f16] [--seqs 512,2048] [--dims 128] [--stages 3]
+                              [--block-n 64] [--out results.json]
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def sdpa(backend, q4, k4, v4, causal: bool):
     return run
 
 
-def one(d: int, seq: int, causal: bool, dtype: str) -> dict:
+def one(
+    d: int, seq: int, causal: bool, dtype: str, stages: int = 2, block_n: int | None = None
+) -> dict:
     heads, batch = HIDDEN // d, TOKENS // seq
     bh = batch * heads
     q, k, v = (torch.randn(bh, seq, d, device="cuda", dtype=DTYPES[dtype]) for _ in range(3))
@@ -84,7 +87,8 @@ def one(d: int, seq: int, causal: bool, dtype: str) -> dict:
     row["triton"] = best[0] if best else None
     row["triton_config"] = list(best[1]) if best else None
     # ours last: the peers are measured even if our kernel faults
-    kernel = compile_attention(d, dtype, causal)
+    kernel = compile_attention(d, dtype, causal, block_n, stages)
+    row["ours_config"] = {"stages": stages, "block_n": block_n}
     ours = kernel.prepare(grid(seq, bh), q, k, v, o, seq, sm_scale)
     ours()
     torch.cuda.synchronize()
@@ -101,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="f16", choices=sorted(DTYPES))
     parser.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
     parser.add_argument("--dims", default="64,128")
+    parser.add_argument("--stages", type=int, default=2, help="our K/V ring depth")
+    parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_f16.json"))
     args = parser.parse_args(argv)
     rows = []
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in (int(x) for x in args.dims.split(",")):
         for causal in (False, True):
             for seq in (int(x) for x in args.seqs.split(",")):
-                r = one(d, seq, causal, args.dtype)
+                r = one(d, seq, causal, args.dtype, args.stages, args.block_n)
                 rows.append(r)
 
                 def f(x):

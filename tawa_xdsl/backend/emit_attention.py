@@ -12,9 +12,12 @@ hands the forms the GEMM printer already prints back to it, so GEMM PTX is uncha
   `4 kk .. 4 kk + 3` of a `wgmma_operand_a` fragment); B N-major (`transpose_b`, V of P V)
   uses the MN-major 128B-swizzle descriptor of hopper-ptx.md §4.3: SBO = 1024 B (8 K-rows),
   LBO = the slab stride (K rows x 128 B) for N > 64, and k16 step `kk` at `16 kk` rows.
-* **Masks** (`fragment_mask`): per condition one per-thread value
-  `a * row0 + b * col0 - bound`, then per accumulator value one `setp.lt.s32` against the
-  value's constant offset, `and.pred` and `selp.f32`.
+* **Masks** (`fragment_mask`): first a warpgroup-uniform test that every condition holds at
+  the fragment's extreme corner (`a*r + b*c < bound` for all r, c: then nothing is masked)
+  that branches over the masking: only the sequence-end block and the causal diagonal blocks
+  pay for it. Otherwise per condition one per-thread value `a * row0 + b * col0 - bound`,
+  then per accumulator value one `setp.lt.s32` against the value's constant offset,
+  `and.pred` and `selp.f32`.
 * **Stores through rank-3 descriptors** (`store_global`): the leading offsets move the base
   pointer by their strides; rows and columns are clipped as in the rank-2 form.
 """
@@ -239,8 +242,20 @@ class AttentionEmitter:
         src, dst = p.frag(op.source), p.frag(op.result)
         const_fill = p.consts.get(op.fill)
         fill = f32_hex(const_fill) if isinstance(const_fill, float) else p.reg(op.fill)
-        row0, col0 = p._lane_coords()
         conditions = op.conditions()
+        # Uniform skip: when every condition holds at the fragment's extreme corner, no value
+        # is masked (every key block but the last one, and the causal diagonal blocks).
+        everywhere = b.new("pred")
+        for k, (row_k, col_k, bound) in enumerate(conditions):
+            corner = max(row_k, 0) * (rows - 1) + max(col_k, 0) * (cols - 1)
+            holds_k = everywhere if k == 0 else b.new("pred")
+            b.setp("gt", "s32", holds_k, p.operand(bound), corner)
+            if k:
+                b.binary("and.pred", everywhere, everywhere, holds_k)
+        p.copy(dst, src, op.result.type)
+        skip = b.new_label("unmasked")
+        b.bra(skip, pred=str(everywhere))
+        row0, col0 = p._lane_coords()
         thread_terms: list[Reg] = []
         for row_k, col_k, bound in conditions:
             t = b.new("b32")
@@ -273,6 +288,7 @@ class AttentionEmitter:
                 for other in preds[2:]:
                     b.binary("and.pred", keep, keep, other)
             b.selp("f32", d, s, fill, keep)
+        b.label(skip)
 
     # --------------------------------------------------------------------- stores
 

@@ -180,6 +180,8 @@ class Coalescer:
         for op in kernel.walk():
             if isinstance(op, scf.ForOp):
                 self._for(op)
+            elif isinstance(op, scf.IfOp):
+                self._if(op)
             elif isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp):
                 if _single_use(op.acc):
                     self.union(op.acc, op.result)
@@ -201,6 +203,25 @@ class Coalescer:
                 and _dead_after(arg, new.owner)
             ):
                 self.union(new, arg)
+
+    def _if(self, op: scf.IfOp) -> None:
+        """A result shares the registers of what each branch yields when that value is made in
+        the branch and used only there: no copy at the join, so a wgmma may still be writing
+        the result's registers when the branch ends (the attention lookahead)."""
+        for region in op.regions:
+            for block in region.blocks:
+                yield_op = block.last_op
+                if not isinstance(yield_op, scf.YieldOp):
+                    continue
+                for new, result in zip(yield_op.operands, op.results, strict=True):
+                    owner = new.owner
+                    if (
+                        isinstance(new.type, FragmentType)
+                        and isinstance(owner, Operation)
+                        and owner.parent_block() is block
+                        and _single_use(new)
+                    ):
+                        self.union(result, new)
 
     def find(self, value: SSAValue) -> SSAValue:
         root = value

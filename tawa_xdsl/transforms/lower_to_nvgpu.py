@@ -58,8 +58,8 @@ from xdsl.utils.exceptions import PassFailedException
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
-from tawa_xdsl.transforms.lower_to_nvgpu_attention import lower_attention_consumers
 from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.transforms.lower_to_nvgpu_attention import lower_attention_consumers
 
 WARPGROUP_THREADS = 128
 
@@ -388,7 +388,10 @@ class ConsumerLowering:
         self.block(body)
         commits = [o for o in body.ops if isinstance(o, nvgpu.WgmmaCommitGroupOp)]
         if commits:
-            _insert_after(commits[-1], [nvgpu.WgmmaWaitGroupOp(release_lag(body))])
+            # A body that already waits right after its last commit (the attention
+            # lowering's overlapped schedule) keeps its own waits.
+            if not isinstance(commits[-1].next_op, nvgpu.WgmmaWaitGroupOp):
+                _insert_after(commits[-1], [nvgpu.WgmmaWaitGroupOp(release_lag(body))])
             _insert_after(op, [nvgpu.WgmmaWaitGroupOp(0)])
 
 

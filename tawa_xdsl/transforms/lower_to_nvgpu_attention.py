@@ -29,6 +29,22 @@ One consumer warpgroup owns 64 query rows (after `pipeline`'s cooperative split)
 * **Epilogue.** `tile.reshape` of a fragment is the fragment; stores become
   `nvgpu.fragment_store_global` (st.global, clipped to the tensor; any rank whose leading
   block dims are 1).
+* **MMA overlap** (`overlap_mmas`, in a loop that `pipeline` gave a lookahead QK^T): the
+  groups of one iteration j are committed in the order QK^T(j+1), P V(j), so with
+  `wgmma_wait_group 1` at two points both MMAs run under the softmax of j:
+
+      if (j+1 < ub) { wait K(j+1) full; QK^T(j+1); commit } else { commit (empty group) }
+      softmax(j) on S(j)                           -- QK^T(j+1) and P V(j-1) in flight
+      wgmma_wait_group 1                           -- P V(j-1) done: O may be rescaled
+      O *= alpha; P V(j); commit
+      wgmma_wait_group 1                           -- QK^T(j+1) done, P V(j) in flight
+      if (j+1 < ub) { arrive K(j+1) empty }        -- the release moved out of the lookahead
+
+  The empty group in the else-branch keeps the count uniform (the last iteration has no
+  QK^T(j+1)). The K release only moves later within its iteration under the same guard, so
+  the mbarrier-level protocol that `tawa-verify` proves after `lower-aref` (release inside the
+  lookahead) is a prefix-ordering of this one: each K slot is freed no earlier than the
+  wgmma that reads it completes, and before any wait of the consumer's next iteration.
 """
 
 from __future__ import annotations
@@ -37,7 +53,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, TensorType, i32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
@@ -169,6 +185,8 @@ def lower_attention_consumers(kernel: func.FuncOp) -> bool:
     squeeze_slots(kernel)
     for group in groups:
         AttentionLowering().block(group.body.block)
+        for loop in [op for op in group.body.walk() if isinstance(op, scf.ForOp)]:
+            overlap_mmas(loop)
     return True
 
 
@@ -485,3 +503,96 @@ class AttentionLowering:
             value = step.results[0]
         value.name_hint = "mask_bound"
         return value, ops
+
+
+# ---------------------------------------------------------------------- MMA overlap
+
+
+def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | None:
+    """The lookahead `scf.if` of `body` whose then-block issues an SS wgmma and waits."""
+    for op in body.ops:
+        if not isinstance(op, scf.IfOp) or not op.false_region.blocks:
+            continue
+        then = op.true_region.block
+        mmas = [o for o in then.ops if isinstance(o, nvgpu.WgmmaMmaAsyncOp)]
+        waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
+        if len(mmas) == 1 and len(waits) == 1 and waits[0].pending.value.data == 0:
+            return op, waits[0]
+    return None
+
+
+def _slice_in(block: Block, roots: list[Operation]) -> list[Operation]:
+    """The ops of `block` that `roots` depend on (operands defined in `block`), in order."""
+    needed: set[Operation] = set()
+    frontier = list(roots)
+    while frontier:
+        op = frontier.pop()
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner.parent_block() is block:
+                if owner not in needed:
+                    needed.add(owner)
+                    frontier.append(owner)
+    return [op for op in block.ops if op in needed]
+
+
+def overlap_mmas(loop: scf.ForOp) -> bool:
+    """Keep QK^T(j+1) and P V(j) in flight under softmax(j) (see the module docstring).
+
+    Applies to a loop body with one lookahead `scf.if` (an SS wgmma, `wait_group 0`, then the
+    K slot's release) and one RS wgmma (P V) whose result is loop-carried; anything else is
+    left as it is. Returns whether the loop was rewritten."""
+    body = loop.body.block
+    found = _lookahead_mma(body)
+    rs = [op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp)]
+    terminator = body.last_op
+    if found is None or len(rs) != 1 or not isinstance(terminator, scf.YieldOp):
+        return False
+    ahead, wait = found
+    pv = rs[0]
+    commit = pv.next_op
+    carried = [i for i, v in enumerate(terminator.operands) if v is pv.result]
+    if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or len(carried) != 1:
+        return False
+    then = ahead.true_region.block
+    arrives = [o for o in then.ops if isinstance(o, nvgpu.MBarrierArriveOp)]
+    if any(any(isinstance(o, nvgpu.MBarrierArriveOp) for o in a.walk()) for a in then.ops
+           if isinstance(a, scf.IfOp)):
+        return False
+    # 1. No wait in the lookahead; an empty group when it does not issue.
+    Rewriter.erase_op(wait)
+    else_block = ahead.false_region.block
+    assert else_block.first_op is not None
+    _before(else_block.first_op, [nvgpu.WgmmaFenceOp(), nvgpu.WgmmaCommitGroupOp()])
+    # 2. P V(j-1) done before the carried accumulator is read (O *= alpha) and before its
+    #    A registers are rewritten (P(j) converted into the registers P V(j-1) reads).
+    acc_in = body.args[carried[0] + 1]
+    touch = [_top_in(use.operation, body) for use in acc_in.uses]
+    a_def = pv.a.owner
+    if isinstance(a_def, Operation) and a_def.parent_block() is not None:
+        touch.append(_top_in(a_def, body))
+    first = min(touch, key=body.get_operation_index) if touch else commit
+    _before(first, [nvgpu.WgmmaWaitGroupOp(1)])
+    # 3. After P V(j) is committed: QK^T(j+1) done, then its K slot's release.
+    late = nvgpu.WgmmaWaitGroupOp(1)
+    tail: list[Operation] = [late]
+    if arrives:
+        mapper: dict[SSAValue, SSAValue] = {}
+        released = Block()
+        for op in [*_slice_in(then, arrives), *arrives]:
+            released.add_op(op.clone(value_mapper=mapper))
+        released.add_op(scf.YieldOp())
+        tail.append(scf.IfOp(ahead.cond, [], Region(released)))
+        for op in arrives:
+            Rewriter.erase_op(op)
+    Rewriter.insert_op(tail, InsertPoint.after(commit))
+    return True
+
+
+def _top_in(op: Operation, block: Block) -> Operation:
+    top = op
+    while top.parent_block() is not block:
+        parent = top.parent_op()
+        assert parent is not None
+        top = parent
+    return top

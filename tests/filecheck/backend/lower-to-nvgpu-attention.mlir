@@ -1,7 +1,10 @@
 // lower-to-nvgpu on the causal attention forward (examples/attention_causal.mlir through the
 // warp-specialization pipeline): 1x..x.. boxes fill 2-D slots; S = Q K^T is an SS wgmma on this
-// warpgroup's 64 rows of Q, waited before its K slot is released; the mask is one
-// fragment_mask (keys < seq, keys <= query row); row max / row sum are per-thread reductions
+// warpgroup's 64 rows of Q (the peeled one waited before its K slot is released; the in-loop
+// lookahead QK^T(j+1) stays in flight with P V(j-1) under softmax(j): an empty group when it
+// does not issue, `wait_group 1` before O is rescaled, `wait_group 1` after P V(j), then the
+// K(j+1) release); the mask is one fragment_mask (keys < seq, keys <= query row) that the PTX
+// skips by a uniform branch on unmasked blocks; row max / row sum are per-thread reductions
 // and two butterflies; P feeds the P V wgmma from registers with V read N-major; the epilogue
 // divides by the row sum and stores through the rank-3 descriptor.
 // RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' | filecheck %s
@@ -27,6 +30,11 @@
 
 // CHECK:     scf.for %start_n_1 = {{.*}} iter_args(%acc_i = %acc0, %l_i = %l0, %m_i = %m0, {{.*}}) -> (!nvgpu.fragment<wgmma_acc, 64x64xf32>, !nvgpu.fragment<wgmma_row, 64xf32>, !nvgpu.fragment<wgmma_row, 64xf32>, i32, i32, !nvgpu.fragment<wgmma_acc, 64x64xf32>)
 // CHECK:       %qk_2 = nvgpu.wgmma_mma_async
+// CHECK-NEXT:  nvgpu.wgmma_commit_group
+// CHECK-NOT:   nvgpu.wgmma_wait_group
+// CHECK:       } else {
+// CHECK-NEXT:    nvgpu.wgmma_fence
+// CHECK-NEXT:    nvgpu.wgmma_commit_group
 // CHECK:       %qk_scaled = nvgpu.fragment_binary mul %qk_1, %qk_scale_t
 // CHECK:       %mask_bound = arith.addi %{{.*}}, %seq : i32
 // CHECK:       %mask_bound_1 = arith.addi %{{.*}}, %off_m_1 : i32
@@ -41,11 +49,15 @@
 // CHECK-NEXT:  %s_shifted = nvgpu.fragment_binary sub %[[S]], %m_next_b
 // CHECK-NEXT:  %p = nvgpu.fragment_unary exp2 %s_shifted
 // CHECK:       %alpha = nvgpu.fragment_unary exp2 %m_diff : !nvgpu.fragment<wgmma_row, 64xf32>
-// CHECK:       %acc_scaled = nvgpu.fragment_binary mul %acc_i, %alpha_b
+// CHECK:       nvgpu.wgmma_wait_group 1
+// CHECK-NEXT:  %acc_scaled = nvgpu.fragment_binary mul %acc_i, %alpha_b
 // CHECK:       %p16 = nvgpu.fragment_convert %p : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_operand_a, 64x64xf16>
 // CHECK-NEXT:  nvgpu.wgmma_fence
 // CHECK-NEXT:  %acc_next = nvgpu.wgmma_mma_async_rs %p16, %v3_ring_buf0[%slot_8], %acc_scaled transpose_b
 // CHECK-NEXT:  nvgpu.wgmma_commit_group
+// CHECK-NEXT:  nvgpu.wgmma_wait_group 1
+// CHECK-NEXT:  scf.if %{{.*}} {
+// CHECK:         nvgpu.mbarrier_arrive %k3_ring_empty
 
 // Epilogue:
 // CHECK:     %o = nvgpu.fragment_binary div %acc, %l_b
@@ -55,7 +67,9 @@
 // PTX: .maxntid 384, 1, 1
 // PTX: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, %desc_b64_{{[0-9]+}}, %desc_b64_{{[0-9]+}}, 1, 1, 1, 0, 0;
+// PTX: @%p{{[0-9]+}} bra $L_unmasked_{{[0-9]+}};
 // PTX: selp.f32
+// PTX: $L_unmasked_{{[0-9]+}}:
 // PTX: shfl.sync.bfly.b32 {{.*}}, 1, 0x1f, 0xffffffff;
 // PTX: ex2.approx.ftz.f32
 // PTX: cvt.rn.f16x2.f32
