@@ -94,4 +94,5 @@ def test_correct_protocols_are_proved_by_the_certificate():
                 )
                 deadlocks = lag >= depth  # holding D uses: the producer can never refill
                 assert prove(ring).proved == (not deadlocks), (depth, wgs, lag)
-                assert (search(ring).violation is None) == (not deadlocks)
+                if depth * wgs <= 4:  # the explicit search agrees (kept small: it is slower)
+                    assert (search(ring).violation is None) == (not deadlocks)
