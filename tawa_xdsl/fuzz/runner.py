@@ -137,6 +137,10 @@ def run_round(
         outcome = Outcome()
         try:
             check_case(case, outcome)
+        except FuzzFailure:
+            raise
+        except Exception as error:  # a bug of the fuzzer itself (inputs, reference)
+            raise FuzzFailure("fuzzer", f"{type(error).__name__}: {error}", case) from error
         finally:
             summary.record(case, outcome)
 
