@@ -36,7 +36,7 @@ from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step
 class Event:
     """One transition of a trace, in terms the renderer turns into a line."""
 
-    actor: str  # "P", "C0.wg1", "TMA"
+    actor: str  # "producer", "consumer.wg1", "TMA"
     step: Step | None
     what: str  # "pass", "arrive", "copy", "land", "read", "end", "tile-end", "drain", "finish"
     slot: int = -1
@@ -167,7 +167,7 @@ class _Model:
                         inflight,
                     )
                     label = "end" if m2 else "end (last use)"
-                    out.append((Event("P", None, label), nxt))
+                    out.append((Event(self.ring.producer.name, None, label), nxt))
         for i in range(len(cons)):
             r = self.consumer_moves(state, i)
             if isinstance(r, str):
@@ -197,7 +197,7 @@ class _Model:
         if s >= self.nbar:
             return (
                 None,
-                Event("P", step, "slot", s),
+                Event(self.ring.producer.name, step, "slot", s),
                 f"slot {s} out of range of {self.nbar} barriers",
             )
         if step.kind == "wait":
@@ -206,7 +206,8 @@ class _Model:
             if bars[s][0] == p:
                 return None, None, None
             nxt = (more, advance, cons, fulls, empties, ages, writing, inflight)
-            return nxt, Event("P", step, "pass", s, f"parity {p}, bit {bars[s][0]}"), None
+            detail = f"parity {p}, bit {bars[s][0]}"
+            return nxt, Event(self.ring.producer.name, step, "pass", s, detail), None
         if step.kind == "arrive":
             if step.barrier == "full":
                 f2, under = self.arrive(fulls, s, ring.full_count, step.tx)
@@ -214,7 +215,7 @@ class _Model:
             else:
                 e2, under = self.arrive(empties, s, ring.empty_count)
                 f2 = fulls
-            ev = Event("P", step, "arrive", s)
+            ev = Event(self.ring.producer.name, step, "arrive", s)
             if under:
                 return (
                     None,
@@ -224,7 +225,7 @@ class _Model:
             return (more, advance, cons, f2, e2, ages, writing, inflight), ev, None
         if step.kind in ("tma", "store"):
             b = step.buffer
-            ev = Event("P", step, "copy" if step.kind == "tma" else "store", s)
+            ev = Event(self.ring.producer.name, step, "copy" if step.kind == "tma" else "store", s)
             if writing[b][s]:
                 return None, ev, f"WAR: buf{b}[{s}] written while a copy still writes it"
             for i in range(len(cons)):
@@ -250,7 +251,7 @@ class _Model:
             return (more, advance, cons, fulls, empties, ages2, writing2, infl2), ev, None
         return (
             (more, advance, cons, fulls, empties, ages, writing, inflight),
-            Event("P", step, "op", s),
+            Event(self.ring.producer.name, step, "op", s),
             None,
         )
 
@@ -382,8 +383,8 @@ def blocked_report(model: _Model, state: tuple) -> str:
         s = step.slot(pk)
         bars = state[4] if step.barrier == "empty" else state[3]
         lines.append(
-            f"P blocked at {step.text} @ {step.loc}: parity {step.parity(pk)}, "
-            f"{step.barrier}[{s}] bit {bars[s][0]}"
+            f"{model.ring.producer.name} blocked at {step.text} @ {step.loc}: parity "
+            f"{step.parity(pk)}, {step.barrier}[{s}] bit {bars[s][0]}"
         )
     for i, c in enumerate(cons):
         actor = model.cons[i]

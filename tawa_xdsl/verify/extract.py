@@ -457,9 +457,9 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
                 f"{op_location(alloc)}: ring {name} needs one producer and consumers"
             )
         producer = producers[0]
-        producer.name = "P"
+        producer.name = "producer"
         for k, c in enumerate(consumers):
-            c.name = f"C{k}"
+            c.name = "consumer" if len(consumers) == 1 else f"consumer{k}"
         deltas = {}
         for c in consumers:
             delta = trip_difference(producer.trip, c.trip)

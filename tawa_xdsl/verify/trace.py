@@ -49,7 +49,7 @@ def _line(event: Event, state: tuple, iteration: dict[str, int]) -> str:
         )
         what = f"{event.step.text} {effect}".rstrip()
         where = f"  @ {event.step.loc}"
-    label = f"{actor:<7} it={it:<3}" if actor != "TMA" else f"{actor:<7} {'':<6}"
+    label = f"{actor:<13} it={it:<3}" if actor != "TMA" else f"{actor:<13} {'':<6}"
     slot = event.slot if event.slot >= 0 and event.slot < len(state[3]) else -1
     phases = _barriers(state, slot)
     return f"{label} {what}{where}" + (f"  [{phases}]" if phases else "")
