@@ -51,7 +51,7 @@ def sdpa(backend, q4, k4, v4, causal: bool):
 
 
 def one(
-    d: int, seq: int, causal: bool, dtype: str, stages: int = 2, block_n: int | None = None
+    d: int, seq: int, causal: bool, dtype: str, stages: int = 3, block_n: int | None = None
 ) -> dict:
     heads, batch = HIDDEN // d, TOKENS // seq
     bh = batch * heads
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="f16", choices=sorted(DTYPES))
     parser.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
     parser.add_argument("--dims", default="64,128")
-    parser.add_argument("--stages", type=int, default=2, help="our K/V ring depth")
+    parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
     parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_f16.json"))
     args = parser.parse_args(argv)

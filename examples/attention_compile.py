@@ -76,9 +76,11 @@ def compile_attention(
     dtype: str = "f16",
     causal: bool = False,
     block_n: int | None = None,
-    stages: int = 2,
+    stages: int = 3,
 ) -> CompiledKernel:
-    """The attention forward as a launchable kernel (cached per configuration)."""
+    """The attention forward as a launchable kernel (cached per configuration). K and V
+    rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
+    too little time to refill (bench/NOTES.md, attention)."""
     options = CompileOptions(stages=stages, mma_depth=2, consumers=2)
     return compile_to_ptx(tile_module(head_dim, dtype, causal, block_n), options)
 

@@ -40,6 +40,9 @@ One consumer warpgroup owns 64 query rows (after `pipeline`'s cooperative split)
       wgmma_wait_group 1                           -- QK^T(j+1) done, P V(j) in flight
       if (j+1 < ub) { arrive K(j+1) empty }        -- the release moved out of the lookahead
 
+  A release lagged by the MMA depth (V(j-1), `scf.if (held >= 1)`) moves up to the first
+  `wait_group 1`, where P V(j-1) is done: the producer refills V half an iteration sooner.
+
   The empty group in the else-branch keeps the count uniform (the last iteration has no
   QK^T(j+1)). The K release only moves later within its iteration under the same guard, so
   the mbarrier-level protocol that `tawa-verify` proves after `lower-aref` (release inside the
@@ -522,12 +525,13 @@ def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | Non
 
 
 def _slice_in(block: Block, roots: list[Operation]) -> list[Operation]:
-    """The ops of `block` that `roots` depend on (operands defined in `block`), in order."""
+    """The ops of `block` that `roots` depend on (operands, also of the ops nested in their
+    regions, defined in `block`), in order."""
     needed: set[Operation] = set()
     frontier = list(roots)
     while frontier:
         op = frontier.pop()
-        for operand in op.operands:
+        for operand in (v for inner in op.walk() for v in inner.operands):
             owner = operand.owner
             if isinstance(owner, Operation) and owner.parent_block() is block:
                 if owner not in needed:
@@ -556,8 +560,11 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
         return False
     then = ahead.true_region.block
     arrives = [o for o in then.ops if isinstance(o, nvgpu.MBarrierArriveOp)]
-    if any(any(isinstance(o, nvgpu.MBarrierArriveOp) for o in a.walk()) for a in then.ops
-           if isinstance(a, scf.IfOp)):
+    if any(
+        any(isinstance(o, nvgpu.MBarrierArriveOp) for o in a.walk())
+        for a in then.ops
+        if isinstance(a, scf.IfOp)
+    ):
         return False
     # 1. No wait in the lookahead; an empty group when it does not issue.
     Rewriter.erase_op(wait)
@@ -572,7 +579,8 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     if isinstance(a_def, Operation) and a_def.parent_block() is not None:
         touch.append(_top_in(a_def, body))
     first = min(touch, key=body.get_operation_index) if touch else commit
-    _before(first, [nvgpu.WgmmaWaitGroupOp(1)])
+    early = nvgpu.WgmmaWaitGroupOp(1)
+    _before(first, [early])
     # 3. After P V(j) is committed: QK^T(j+1) done, then its K slot's release.
     late = nvgpu.WgmmaWaitGroupOp(1)
     tail: list[Operation] = [late]
@@ -586,7 +594,39 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
         for op in arrives:
             Rewriter.erase_op(op)
     Rewriter.insert_op(tail, InsertPoint.after(commit))
+    # 4. Releases lagged by L >= 1 uses (V(j-1) of the MMA depth) free slots whose P V is done
+    #    at the early wait: move them there, with the index arithmetic they read.
+    anchor: Operation = early
+    for release in [op for op in body.ops if _lagged_release(op)]:
+        if body.get_operation_index(release) < body.get_operation_index(commit):
+            continue
+        lo = body.get_operation_index(early)
+        moved = [o for o in _slice_in(body, [release]) if body.get_operation_index(o) > lo]
+        for op in [*moved, release]:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.after(anchor))
+            anchor = op
     return True
+
+
+def _lagged_release(op: Operation) -> bool:
+    """`scf.if (held >= L) { arrive empty[(i - L) mod D] }` with a constant L >= 1."""
+    if not isinstance(op, scf.IfOp) or op.false_region.blocks:
+        return False
+    cond = op.cond.owner
+    if not isinstance(cond, arith.CmpiOp) or cond.predicate.value.data not in (5, 9):
+        return False
+    lag = _const(cond.rhs)
+    then = op.true_region.block
+    return (
+        lag is not None
+        and lag >= 1
+        and all(
+            isinstance(o, nvgpu.MBarrierArriveOp | scf.YieldOp) or o.name.startswith("arith.")
+            for o in then.ops
+        )
+        and any(isinstance(o, nvgpu.MBarrierArriveOp) for o in then.ops)
+    )
 
 
 def _top_in(op: Operation, block: Block) -> Operation:
