@@ -35,19 +35,20 @@ One consumer warpgroup owns 64 query rows (after `pipeline`'s cooperative split)
 
       if (j+1 < ub) { wait K(j+1) full; QK^T(j+1); commit } else { commit (empty group) }
       softmax(j) on S(j)                           -- QK^T(j+1) and P V(j-1) in flight
+      wait V(j) full
       wgmma_wait_group 1                           -- P V(j-1) done: O may be rescaled
+      if (held >= 1) { arrive V(j-1) empty }
       O *= alpha; P V(j); commit
       wgmma_wait_group 1                           -- QK^T(j+1) done, P V(j) in flight
-      if (j+1 < ub) { arrive K(j+1) empty }        -- the release moved out of the lookahead
-
-  A release lagged by the MMA depth (V(j-1), `scf.if (held >= 1)`) moves up to the first
-  `wait_group 1`, where P V(j-1) is done: the producer refills V half an iteration sooner.
+      if (j+1 < ub) { arrive K(j+1) empty }
 
   The empty group in the else-branch keeps the count uniform (the last iteration has no
-  QK^T(j+1)). The K release only moves later within its iteration under the same guard, so
-  the mbarrier-level protocol that `tawa-verify` proves after `lower-aref` (release inside the
-  lookahead) is a prefix-ordering of this one: each K slot is freed no earlier than the
-  wgmma that reads it completes, and before any wait of the consumer's next iteration.
+  QK^T(j+1)). This lowering moves no barrier op: `pipeline.place_attention_releases` put the
+  releases there at the aref level (K(j+1) after P V(j), V(j-1) after the get of V(j)); the
+  lowering only places the `wait_group`s before them (the first before the lagged release,
+  the second right after P V(j)'s commit: `wait_group 0` when an unlagged release of P V(j)'s
+  slot follows, MMA depth 1). So the mbarrier-level protocol `tawa-verify` proves after
+  `lower-aref` is the one the GPU runs.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, TensorType, i32
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
@@ -558,13 +559,11 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     carried = [i for i, v in enumerate(terminator.operands) if v is pv.result]
     if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or len(carried) != 1:
         return False
-    then = ahead.true_region.block
-    arrives = [o for o in then.ops if isinstance(o, nvgpu.MBarrierArriveOp)]
-    if any(
-        any(isinstance(o, nvgpu.MBarrierArriveOp) for o in a.walk())
-        for a in then.ops
-        if isinstance(a, scf.IfOp)
-    ):
+    # A release inside the lookahead needs QK^T(j+1) done there: keep the synchronous form.
+    # (`pipeline.place_attention_releases` puts K(j+1)'s release after P V(j) and V(j-L)'s
+    # after the get of V(j): this lowering keeps the releases where they are, so the
+    # protocol `tawa-verify` proves after `lower-aref` is the one the GPU runs.)
+    if any(isinstance(o, nvgpu.MBarrierArriveOp) for o in ahead.true_region.block.walk()):
         return False
     # 1. No wait in the lookahead; an empty group when it does not issue.
     Rewriter.erase_op(wait)
@@ -578,34 +577,30 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     a_def = pv.a.owner
     if isinstance(a_def, Operation) and a_def.parent_block() is not None:
         touch.append(_top_in(a_def, body))
+    #    ... and before a release lagged by L >= 1 uses (V(j-L), its P V is done then).
+    for release in [op for op in body.ops if _lagged_release(op)]:
+        if body.get_operation_index(release) < body.get_operation_index(commit):
+            deps, head = set(_slice_in(body, [release])), release
+            while head.prev_op in deps:
+                head = head.prev_op
+            touch.append(head)
     first = min(touch, key=body.get_operation_index) if touch else commit
     early = nvgpu.WgmmaWaitGroupOp(1)
     _before(first, [early])
-    # 3. After P V(j) is committed: QK^T(j+1) done, then its K slot's release.
-    late = nvgpu.WgmmaWaitGroupOp(1)
-    tail: list[Operation] = [late]
-    if arrives:
-        mapper: dict[SSAValue, SSAValue] = {}
-        released = Block()
-        for op in [*_slice_in(then, arrives), *arrives]:
-            released.add_op(op.clone(value_mapper=mapper))
-        released.add_op(scf.YieldOp())
-        tail.append(scf.IfOp(ahead.cond, [], Region(released)))
-        for op in arrives:
-            Rewriter.erase_op(op)
-    Rewriter.insert_op(tail, InsertPoint.after(commit))
-    # 4. Releases lagged by L >= 1 uses (V(j-1) of the MMA depth) free slots whose P V is done
-    #    at the early wait: move them there, with the index arithmetic they read.
-    anchor: Operation = early
-    for release in [op for op in body.ops if _lagged_release(op)]:
-        if body.get_operation_index(release) < body.get_operation_index(commit):
-            continue
-        lo = body.get_operation_index(early)
-        moved = [o for o in _slice_in(body, [release]) if body.get_operation_index(o) > lo]
-        for op in [*moved, release]:
-            op.detach()
-            Rewriter.insert_op(op, InsertPoint.after(anchor))
-            anchor = op
+    # 3. After P V(j) is committed: QK^T(j+1) done (K(j+1)'s release follows); all done when
+    #    an unlagged release of P V(j)'s slot follows too (MMA depth 1).
+    after = []
+    op = commit.next_op
+    while op is not None:
+        after.append(op)
+        op = op.next_op
+    unlagged = any(
+        isinstance(o, nvgpu.MBarrierArriveOp)
+        for top in after
+        if not (isinstance(top, scf.IfOp) and top.cond == ahead.cond)
+        for o in top.walk()
+    )
+    Rewriter.insert_op(nvgpu.WgmmaWaitGroupOp(0 if unlagged else 1), InsertPoint.after(commit))
     return True
 
 

@@ -21,6 +21,11 @@ Runs on the output of `distribute`, in this order:
    min(trip count, P-1) uses; so at most P uses are held, and P larger than the trip count
    releases everything in the drain. A ring of depth D holds at most min(P, D) uses (more
    would deadlock the producer).
+5. attention release placement (`place_attention_releases`): in a loop pipelined by 3, the
+   releases go where the overlapped MMA schedule of `lower-to-nvgpu` frees the slots: K(j+1)
+   after the body's last dot (P V(j)), under the lookahead's guard; a release lagged by 4
+   (V(j-L)) right after the get of V(j). Later levels keep this order, so the barrier proof
+   after `lower-aref` covers the protocol the GPU runs.
 
 Options:
   stages: int = 0       ring depth D for looped rings (0: keep).
@@ -344,10 +349,13 @@ def _clone_stage(
         block.add_op(op.clone(value_mapper=mapper))
 
 
-def pipeline_attention(loop: scf.ForOp, dot: tile.DotOp) -> bool:
+def pipeline_attention(loop: scf.ForOp, dot: tile.DotOp) -> scf.ForOp | None:
+    """Peel the first QK^T and issue QK^T(j+1) in iteration j (module docstring, 3).
+
+    Returns the rewritten loop, or None when the loop does not fit the pattern."""
     stage = _stage0(loop, dot)
     if stage is None:
-        return False
+        return None
     body = loop.body.block
     steps = [op for op in stage if isinstance(op, arith.AddiOp)]
     counter_args = [step.lhs for step in steps]
@@ -396,7 +404,101 @@ def pipeline_attention(loop: scf.ForOp, dot: tile.DotOp) -> bool:
     terminator.operands = operands
     for op in reversed(stage):  # every outside use was rewired above
         Rewriter.erase_op(op, safe_erase=False)
-    return True
+    return new_loop
+
+
+def _lookahead(body: Block) -> scf.IfOp | None:
+    """The in-loop lookahead `scf.if (iv + step < ub)` that `pipeline_attention` built."""
+    for op in body.ops:
+        if isinstance(op, scf.IfOp) and op.results and op.false_region.blocks:
+            if any(isinstance(o, aref.GetOp) for o in op.true_region.block.ops):
+                return op
+    return None
+
+
+def _lagged_release(op: Operation) -> bool:
+    """`scf.if (held >= L) { aref.consumed ... }` of `delay_releases`."""
+    if not isinstance(op, scf.IfOp) or op.false_region.blocks:
+        return False
+    cond = op.cond.owner
+    return (
+        isinstance(cond, arith.CmpiOp)
+        and cond.predicate.value.data in (5, 9)
+        and any(isinstance(o, aref.ConsumedOp) for o in op.true_region.block.ops)
+    )
+
+
+def _operands_in(op: Operation, body: Block, after: Operation) -> list[Operation]:
+    """The ops of `body` after `after` whose results `op` (transitively) reads, in order."""
+    needed: set[Operation] = set()
+    frontier = [op]
+    while frontier:
+        cur = frontier.pop()
+        for operand in (v for inner in cur.walk() for v in inner.operands):
+            owner = operand.owner
+            if (
+                isinstance(owner, Operation)
+                and owner.parent_block() is body
+                and owner not in needed
+                and body.get_operation_index(owner) > body.get_operation_index(after)
+            ):
+                needed.add(owner)
+                frontier.append(owner)
+    return [o for o in body.ops if o in needed]
+
+
+def place_attention_releases(loop: scf.ForOp) -> None:
+    """Release the attention loop's slots where the overlapped MMA schedule frees them.
+
+    `lower-to-nvgpu` keeps QK^T(j+1) and P V(j) in flight under softmax(j)
+    (`lower_to_nvgpu_attention.overlap_mmas`), so the slots are free later than the
+    synchronous `tile.dot` suggests; the releases are placed here, at the aref level, where
+    the hardware frees them, and every later level keeps that order (the barrier proof after
+    `lower-aref` sees the protocol the GPU runs):
+
+    * K(j+1), read by the lookahead QK^T: released after P V(j) (`scf.if (j+step < ub)`
+      after the body's last dot; the nvgpu level waits for QK^T(j+1) right before it);
+    * V(j-L), a release `delay_releases` lagged by L >= 1 uses: released right after the
+      get of V(j) (the nvgpu level waits for P V(j-1) right before it).
+
+    An unlagged release (MMA depth 1) stays after its dot."""
+    body = loop.body.block
+    ahead = _lookahead(body)
+    dots = [op for op in body.ops if isinstance(op, tile.DotOp)]
+    if ahead is None or not dots:
+        return
+    last = dots[-1]
+    then = ahead.true_region.block
+    released = [op for op in then.ops if isinstance(op, aref.ConsumedOp)]
+    if released:
+        for op in released:
+            op.detach()
+        late = scf.IfOp(ahead.cond, [], [*released, scf.YieldOp()])
+        Rewriter.insert_op(late, InsertPoint.after(last))
+    sources = [_get_source(v) for v in last.operands]
+    gets = [_in_body_op(v.owner, body) for v in sources if v is not None]  # type: ignore[arg-type]
+    if not gets:
+        return
+    anchor = gets[0]
+    for release in [op for op in body.ops if _lagged_release(op)]:
+        if body.get_operation_index(release) < body.get_operation_index(anchor):
+            continue
+        for op in [*_operands_in(release, body, anchor), release]:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.after(anchor))
+            anchor = op
+
+
+def _get_source(value: SSAValue) -> SSAValue | None:
+    """The `aref.get` result a dot operand is a view of (through layout ops), if any."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, aref.GetOp):
+            return value
+        if isinstance(owner, (*_LAYOUT_OPS, tile.ExtractSliceOp)):
+            value = owner.operands[0]
+            continue
+        return None
 
 
 # ------------------------------------------------------------------- 4. MMA depth
@@ -479,11 +581,16 @@ def pipeline_kernel(
     for group in _consumer_groups(ws):
         if consumers > 1:
             split_rows(group, consumers)
+        pipelined = []
         if attention:
             for loop, dot in _attention_loops(group):
-                pipeline_attention(loop, dot)
+                new_loop = pipeline_attention(loop, dot)
+                if new_loop is not None:
+                    pipelined.append(new_loop)
         if mma_depth > 1:
             delay_releases(group, mma_depth)
+        for loop in pipelined:
+            place_attention_releases(loop)
 
 
 @dataclass(frozen=True)
