@@ -288,59 +288,58 @@ class ExpandDimsOp(IRDLOperation):
             )
 
 
+class _ShapeChangeOp(IRDLOperation):
+    """A tile to a tile of the same element type in another shape; `verify_shape` states which
+    shapes the op allows."""
+
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, shape: Sequence[int]):
+        super().__init__(
+            operands=[source], result_types=[TensorType(element_type_of(source), shape)]
+        )
+
+    def verify_shape(self, source: tuple[int, ...], result: tuple[int, ...]) -> None:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        if element_type_of(self.source) != element_type_of(self.result):
+            raise VerifyException(f"'{self.name}' must keep the element type")
+        self.verify_shape(shape_of(self.source), shape_of(self.result))
+
+
 @irdl_op_definition
-class BroadcastOp(IRDLOperation):
+class BroadcastOp(_ShapeChangeOp):
     """Repeat dimensions of size 1 to the result shape (same rank, same element type)."""
 
     name = "tile.broadcast"
 
-    source = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
-    traits = traits_def(Pure())
-
-    def __init__(self, source: SSAValue, shape: Sequence[int]):
-        super().__init__(
-            operands=[source], result_types=[TensorType(element_type_of(source), shape)]
-        )
-
-    def verify_(self) -> None:
-        src, dst = shape_of(self.source), shape_of(self.result)
-        if element_type_of(self.source) != element_type_of(self.result):
-            raise VerifyException("'tile.broadcast' must keep the element type")
-        if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst, strict=True)):
+    def verify_shape(self, source: tuple[int, ...], result: tuple[int, ...]) -> None:
+        if len(source) != len(result) or any(
+            s not in (1, r) for s, r in zip(source, result, strict=True)
+        ):
             raise VerifyException(
-                f"'tile.broadcast' cannot broadcast {format_shape(src)} to {format_shape(dst)}: "
-                "ranks must match and each source dim must be 1 or equal the result dim"
+                f"'tile.broadcast' cannot broadcast {format_shape(source)} to "
+                f"{format_shape(result)}: ranks must match and each source dim must be 1 or "
+                "equal the result dim"
             )
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(_ShapeChangeOp):
     """The same elements, row-major, in another shape (for example 1x128x64 -> 128x64)."""
 
     name = "tile.reshape"
 
-    source = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
-    traits = traits_def(Pure())
-
-    def __init__(self, source: SSAValue, shape: Sequence[int]):
-        super().__init__(
-            operands=[source], result_types=[TensorType(element_type_of(source), shape)]
-        )
-
-    def verify_(self) -> None:
-        src, dst = shape_of(self.source), shape_of(self.result)
-        if element_type_of(self.source) != element_type_of(self.result):
-            raise VerifyException("'tile.reshape' must keep the element type")
-        if math.prod(src) != math.prod(dst):
+    def verify_shape(self, source: tuple[int, ...], result: tuple[int, ...]) -> None:
+        if math.prod(source) != math.prod(result):
             raise VerifyException(
-                f"'tile.reshape' cannot reshape {format_shape(src)} ({math.prod(src)} elements) "
-                f"to {format_shape(dst)} ({math.prod(dst)} elements)"
+                f"'tile.reshape' cannot reshape {format_shape(source)} ({math.prod(source)} "
+                f"elements) to {format_shape(result)} ({math.prod(result)} elements)"
             )
 
 
