@@ -7,7 +7,8 @@ Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden
 table with ratios to each peer and writes JSON.
 
     python bench/attention.py [--dtype f16] [--seqs 512,2048] [--dims 128] [--stages 3]
-                              [--block-n 64] [--out results.json]
+                              [--block-n 64] [--registers 24,240] [--pingpong]
+                              [--no-peers] [--out results.json]
 """
 
 from __future__ import annotations
@@ -51,7 +52,15 @@ def sdpa(backend, q4, k4, v4, causal: bool):
 
 
 def one(
-    d: int, seq: int, causal: bool, dtype: str, stages: int = 3, block_n: int | None = None
+    d: int,
+    seq: int,
+    causal: bool,
+    dtype: str,
+    stages: int = 3,
+    block_n: int | None = None,
+    registers: tuple[int, int] | None = None,
+    pingpong: bool = False,
+    peers: bool = True,
 ) -> dict:
     heads, batch = HIDDEN // d, TOKENS // seq
     bh = batch * heads
@@ -61,8 +70,12 @@ def one(
     row = {"d": d, "heads": heads, "batch": batch, "seq": seq, "causal": causal, "dtype": dtype}
     q4, k4, v4 = (x.view(batch, heads, seq, d) for x in (q, k, v))
     for name, backend in (
-        ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
-        ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+        (
+            ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+            ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+        )
+        if peers
+        else ()
     ):
         try:
             row[name] = tflops(
@@ -72,7 +85,7 @@ def one(
             row[name] = None
             row[f"{name}_error"] = str(exc).splitlines()[0][:200]
     best = None
-    for config in CONFIGS:
+    for config in CONFIGS if peers else ():
         try:
             value = tflops(
                 batch, heads, seq, d, causal, bench(launcher(q, k, v, o, sm_scale, causal, config))
@@ -87,8 +100,10 @@ def one(
     row["triton"] = best[0] if best else None
     row["triton_config"] = list(best[1]) if best else None
     # ours last: the peers are measured even if our kernel faults
-    kernel = compile_attention(d, dtype, causal, block_n, stages)
-    row["ours_config"] = {"stages": stages, "block_n": block_n}
+    kernel = compile_attention(d, dtype, causal, block_n, stages, registers, pingpong)
+    row["ours_config"] = {
+        "stages": stages, "block_n": block_n, "registers": registers, "pingpong": pingpong
+    }  # fmt: skip
     ours = kernel.prepare(grid(seq, bh), q, k, v, o, seq, sm_scale)
     ours()
     torch.cuda.synchronize()
@@ -107,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", default="64,128")
     parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
     parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
+    parser.add_argument(
+        "--registers", default=None, help="setmaxnreg producer,consumer (e.g. 24,240)"
+    )
+    parser.add_argument("--pingpong", action="store_true", help="alternate the consumers' MMAs")
+    parser.add_argument("--no-peers", action="store_true", help="measure ours only")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_f16.json"))
     args = parser.parse_args(argv)
+    registers = tuple(int(x) for x in args.registers.split(",")) if args.registers else None
     rows = []
     header = (
         f"{'d':>4} {'seq':>6} {'causal':>6} | {'ours':>6} {'flash':>6} {'cudnn':>6} "
@@ -119,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     for d in (int(x) for x in args.dims.split(",")):
         for causal in (False, True):
             for seq in (int(x) for x in args.seqs.split(",")):
-                r = one(d, seq, causal, args.dtype, args.stages, args.block_n)
+                r = one(
+                    d, seq, causal, args.dtype, args.stages, args.block_n,
+                    registers, args.pingpong, not args.no_peers,
+                )  # fmt: skip
                 rows.append(r)
 
                 def f(x):
@@ -129,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                     return f"{x:10.2f}" if x else "       n/a"
 
                 print(
-                    f"{d:>4} {seq:>6} {str(causal):>6} | {f(r['ours'])} {f(r['sdpa_flash'])} "
-                    f"{f(r['sdpa_cudnn'])} {f(r['triton'])} | {g(r['ratio_sdpa_flash'])} "
+                    f"{d:>4} {seq:>6} {str(causal):>6} | {f(r['ours'])} {f(r.get('sdpa_flash'))} "
+                    f"{f(r.get('sdpa_cudnn'))} {f(r['triton'])} | {g(r['ratio_sdpa_flash'])} "
                     f"{g(r['ratio_sdpa_cudnn'])} {g(r['ratio_triton'])}  "
                     f"{r['max_abs_err_vs_sdpa']:.1e}",
                     flush=True,

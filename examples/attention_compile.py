@@ -13,6 +13,7 @@ consumer warpgroups of 64 query rows each). `examples/attention.mlir` and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 from pathlib import Path
@@ -70,6 +71,12 @@ def tile_module(
     return Parser(make_context(), text).parse_module()
 
 
+def default_registers(head_dim: int, block_n: int) -> tuple[int, int] | None:
+    """setmaxnreg (producer, consumer): 24/240 where S, S_next, P and O of d = 128 with 128
+    keys per step spill at 232 (ptxas: 16 bytes), else the groups' defaults (40/232)."""
+    return (24, 240) if head_dim > 64 and block_n >= 128 else None
+
+
 @functools.cache
 def compile_attention(
     head_dim: int,
@@ -77,12 +84,24 @@ def compile_attention(
     causal: bool = False,
     block_n: int | None = None,
     stages: int = 3,
+    registers: tuple[int, int] | None = None,
+    pingpong: bool = False,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
-    too little time to refill (bench/NOTES.md, attention)."""
-    options = CompileOptions(stages=stages, mma_depth=2, consumers=2)
-    return compile_to_ptx(tile_module(head_dim, dtype, causal, block_n), options)
+    too little time to refill (bench/NOTES.md, attention). `registers` overrides the
+    setmaxnreg split (`default_registers`); `pingpong` alternates the two consumer
+    warpgroups' MMA issue with named barriers (CompileOptions.pingpong)."""
+    bn = block_n or default_block_n(head_dim)
+    options = CompileOptions(
+        stages=stages,
+        mma_depth=2,
+        consumers=2,
+        registers=registers or default_registers(head_dim, bn),
+    )
+    if pingpong:
+        options = dataclasses.replace(options, pingpong=True)
+    return compile_to_ptx(tile_module(head_dim, dtype, causal, bn), options)
 
 
 def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
 from tawa_xdsl.dialects import nvgpu
@@ -44,6 +44,11 @@ class CompileOptions:
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
+    # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232).
+    # One producer and `consumers` consumer warpgroups must fit 64K: (p + c * n) * 128 <= 65536.
+    registers: tuple[int, int] | None = None
+    # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers)
+    pingpong: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,27 @@ def _run(passes: Sequence[Any], module: ModuleOp) -> ModuleOp:
     return module
 
 
+def set_registers(module: ModuleOp, producer: int, consumer: int) -> None:
+    """Give every `aref.group` of `module` its role's setmaxnreg budget (see CompileOptions)."""
+    from tawa_xdsl.dialects import aref
+
+    for op in module.walk():
+        if isinstance(op, aref.WarpSpecializeOp):
+            groups = list(op.groups())
+            total = sum(
+                (producer if g.role.data == aref.Role.PRODUCER else consumer) * g.num_warpgroups
+                for g in groups
+            )
+            if total * 128 > 65536:
+                raise ValueError(
+                    f"registers ({producer}, {consumer}) over {len(groups)} groups need "
+                    f"{total * 128} > 65536 per SM"
+                )
+            for g in groups:
+                count = producer if g.role.data == aref.Role.PRODUCER else consumer
+                g.registers = IntegerAttr(count, i32)
+
+
 def compile_to_ptx(
     module: ModuleOp,
     options: CompileOptions | None = None,
@@ -214,6 +240,8 @@ def compile_to_ptx(
         consumers=opts.consumers,
         persistent=opts.persistent,
     )
+    if opts.registers is not None:
+        set_registers(ws, *opts.registers)
     ir["aref"] = str(ws)
     _run([LowerArefPass()], ws)
     ir["mbarrier"] = str(ws)
@@ -221,7 +249,7 @@ def compile_to_ptx(
         from tawa_xdsl.verify.check import check_module
 
         check_module(ws)  # raises a one-line ProtocolError when a ring can go wrong
-    _run([LowerToNvgpuPass(epilogue=opts.epilogue)], ws)
+    _run([LowerToNvgpuPass(epilogue=opts.epilogue, pingpong=opts.pingpong)], ws)
     ir["nvgpu"] = str(ws)
     ptx = emit_ptx(ws)
     ir["ptx"] = ptx

@@ -484,6 +484,9 @@ class KernelPrinter:
             nvgpu.WgmmaMmaAsyncOp: self.wgmma_mma_async,
             nvgpu.SetMaxNRegOp: self.setmaxnreg,
             nvgpu.NamedBarrierSyncOp: self.named_barrier_sync,
+            nvgpu.NamedBarrierArriveOp: lambda op: self.b.emit(
+                f"bar.arrive {op.barrier_id.value.data}, {op.threads.value.data}"  # type: ignore[attr-defined]
+            ),
             nvgpu.ElectSyncOp: lambda op: self.b.elect_sync(self.reg(op.results[0])),
             nvgpu.WarpgroupIndexOp: self.warpgroup_index,
             nvgpu.ThreadIndexOp: self.thread_index,

@@ -1026,6 +1026,37 @@ class NamedBarrierSyncOp(IRDLOperation):
 
 
 @irdl_op_definition
+class NamedBarrierArriveOp(IRDLOperation):
+    """Arrive at named barrier `id` without waiting (`bar.arrive id, threads;`): the
+    `threads` a `named_barrier_sync` of the same id waits for count these arrivals too
+    (the consumer warpgroups' ping-pong hands the MMA turn over this way)."""
+
+    name = "nvgpu.named_barrier_arrive"
+
+    barrier_id = prop_def(IntegerAttr[I32], prop_name="id")
+    threads = prop_def(IntegerAttr[I32])
+
+    assembly_format = "$id `,` $threads attr-dict"
+
+    def __init__(self, barrier_id: int, threads: int):
+        super().__init__(
+            properties={"id": IntegerAttr(barrier_id, i32), "threads": IntegerAttr(threads, i32)}
+        )
+
+    def verify_(self) -> None:
+        barrier_id, threads = self.barrier_id.value.data, self.threads.value.data
+        if not 1 <= barrier_id <= 15:
+            raise VerifyException(
+                f"'nvgpu.named_barrier_arrive' id must be in 1..15, got {barrier_id}"
+            )
+        if not (0 < threads <= 1024 and threads % 32 == 0):
+            raise VerifyException(
+                f"'nvgpu.named_barrier_arrive' threads must be a multiple of 32 in 32..1024, "
+                f"got {threads}"
+            )
+
+
+@irdl_op_definition
 class ElectSyncOp(IRDLOperation):
     """True in exactly one lane of the warp, the same lane every time
     (`elect.sync _|%p, 0xffffffff;`)."""
@@ -1470,6 +1501,7 @@ Nvgpu = Dialect(
         # Threads and registers
         SetMaxNRegOp,
         NamedBarrierSyncOp,
+        NamedBarrierArriveOp,
         ElectSyncOp,
         WarpgroupIndexOp,
         ThreadIndexOp,

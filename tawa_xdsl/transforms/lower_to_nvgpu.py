@@ -132,6 +132,7 @@ class LowerToNvgpuPass(ModulePass):
     name = "lower-to-nvgpu"
 
     epilogue: str = "global"
+    pingpong: bool = False  # attention consumers alternate their MMA issue (ping-pong)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.epilogue not in EPILOGUES:
@@ -140,10 +141,10 @@ class LowerToNvgpuPass(ModulePass):
                 f"got '{self.epilogue}'"
             )
         for kernel in [k for k in op.ops if isinstance(k, func.FuncOp)]:
-            lower_kernel(kernel, self.epilogue)
+            lower_kernel(kernel, self.epilogue, self.pingpong)
 
 
-def lower_kernel(kernel: func.FuncOp, epilogue: str = "global") -> None:
+def lower_kernel(kernel: func.FuncOp, epilogue: str = "global", pingpong: bool = False) -> None:
     block = kernel.body.block
     specialize = [o for o in block.ops if isinstance(o, aref.WarpSpecializeOp)]
     if len(specialize) != 1:
@@ -155,7 +156,7 @@ def lower_kernel(kernel: func.FuncOp, epilogue: str = "global") -> None:
         raise PassFailedException(
             f"lower-to-nvgpu: @{kernel.sym_name.data} still has aref ops; run lower-aref first"
         )
-    lower_attention_consumers(kernel)  # softmax consumers first (lower_to_nvgpu_attention)
+    lower_attention_consumers(kernel, pingpong)  # softmax consumers first (their module)
     threads = define_threads(block)
     guard_barrier_init(block, threads)
     boxes: dict[SSAValue, DescType] = {}

@@ -173,9 +173,10 @@ def is_attention_group(group: aref.GroupOp) -> bool:
     return False
 
 
-def lower_attention_consumers(kernel: func.FuncOp) -> bool:
+def lower_attention_consumers(kernel: func.FuncOp, pingpong: bool = False) -> bool:
     """Lower the softmax consumer groups of `kernel` (see the module docstring); return
-    whether there were any."""
+    whether there were any. With `pingpong`, a group of two warpgroups alternates their MMA
+    issue (`ping_pong`) in every loop that `overlap_mmas` rewrote."""
     groups = [
         g
         for s in kernel.body.block.ops
@@ -190,7 +191,8 @@ def lower_attention_consumers(kernel: func.FuncOp) -> bool:
     for group in groups:
         AttentionLowering().block(group.body.block)
         for loop in [op for op in group.body.walk() if isinstance(op, scf.ForOp)]:
-            overlap_mmas(loop)
+            if overlap_mmas(loop) and pingpong and group.num_warpgroups == 2:
+                ping_pong(loop)
     return True
 
 
@@ -602,6 +604,72 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     )
     Rewriter.insert_op(nvgpu.WgmmaWaitGroupOp(0 if unlagged else 1), InsertPoint.after(commit))
     return True
+
+
+# ---------------------------------------------------------------------- ping-pong
+
+# The named barrier of consumer warpgroup 0 and 1 (1: lower-aref's producer barrier, 2: the
+# TMA epilogue's): a warpgroup waits at its own for its turn and arrives at the other's.
+PINGPONG_BARRIERS = (3, 4)
+PINGPONG_THREADS = 256  # one warpgroup syncs, the other arrives
+
+
+def _by_warpgroup(wg: SSAValue, first: list[Operation], second: list[Operation]) -> list[Operation]:
+    """`scf.if (wg == 0) { first } else { second }` (warpgroup-uniform), with its condition."""
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    is_first = arith.CmpiOp(wg, zero, "eq")
+    branch = scf.IfOp(is_first, [], [*first, scf.YieldOp()], [*second, scf.YieldOp()])
+    return [zero, is_first, branch]
+
+
+def ping_pong(loop: scf.ForOp) -> None:
+    """Take turns with the other consumer warpgroup issuing MMAs (FlashAttention-3's
+    warpgroup ping-pong), so that one's softmax runs under the other's wgmmas.
+
+    A turn of iteration j runs from P V(j) to QK^T(j+2) (the lookahead at the top of j+1):
+
+        if (wg == 1 && lb < ub) arrive(bar[0])          -- warpgroup 0 goes first
+        for j:
+          if (j > lb) arrive(bar[1 - wg])               -- end of the turn of j-1
+          softmax(j) ...
+          sync(bar[wg])                                 -- my turn: the other's turn is over
+          P V(j); ...
+        if (wg == 0 && lb < ub) arrive(bar[1])          -- end of warpgroup 0's last turn
+
+    Each barrier completes once per turn: 128 threads sync at their own, the other 128
+    arrive (n arrivals and n syncs on each for n iterations, none left pending). Both
+    warpgroups run the same trip count (the loop bounds are per CTA)."""
+    body = loop.body.block
+    pv = next(op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp))
+    fence = pv.prev_op
+    anchor = fence if isinstance(fence, nvgpu.WgmmaFenceOp) else pv
+    ahead = next(
+        op
+        for op in body.ops
+        if isinstance(op, scf.IfOp)
+        and any(isinstance(o, nvgpu.WgmmaMmaAsyncOp) for o in op.true_region.block.ops)
+    )
+    mine, other = PINGPONG_BARRIERS
+    wg = aref.WarpgroupIndexOp()
+    runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
+    _before(loop, [wg, runs])
+
+    def arrive(barrier: int) -> list[Operation]:
+        return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
+
+    def sync(barrier: int) -> list[Operation]:
+        return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
+
+    def guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
+        return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
+
+    _before(loop, [guarded(runs.result, _by_warpgroup(wg.result, [], arrive(mine)))])
+    after = _by_warpgroup(wg.result, arrive(other), [])
+    Rewriter.insert_op(guarded(runs.result, after), InsertPoint.after(loop))
+    _before(anchor, _by_warpgroup(wg.result, sync(mine), sync(other)))
+    later = arith.CmpiOp(body.args[0], loop.lb, "ne")
+    top = guarded(later.result, _by_warpgroup(wg.result, arrive(other), arrive(mine)))
+    Rewriter.insert_op([later, top], InsertPoint.after(ahead))
 
 
 def _lagged_release(op: Operation) -> bool:

@@ -51,3 +51,34 @@ def test_attention_matches_float32(dtype: str, head_dim: int, causal: bool, seq:
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
     err = (o.float() - expected).abs().max().item()
     assert err < (2e-2 if dtype == "f16" else 4e-2), f"max abs error {err}"
+
+
+VARIANTS = {  # (block_n, pingpong): candidate schedules, checked before they become defaults
+    "bn128": (128, False),
+    "pingpong": (None, True),
+    "bn128-pingpong": (128, True),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seq", [200, 1000])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_attention_variants_match_float32(
+    variant: str, head_dim: int, causal: bool, seq: int
+) -> None:
+    """BLOCK_N = 128 (24/240 registers at d = 128) and the ping-pong schedule, f16."""
+    block_n, pingpong = VARIANTS[variant]
+    torch.manual_seed(seq + head_dim)
+    shape = (3, seq, head_dim)
+    q, k, v = (torch.randn(shape, device="cuda").half() for _ in range(3))
+    o = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    kernel = compile_attention(head_dim, "f16", causal, block_n, pingpong=pingpong)
+    kernel.launch(grid(seq, 3), q, k, v, o, seq, sm_scale)
+    torch.cuda.synchronize()
+    expected = reference(q, k, v, sm_scale, causal)
+    assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
+    err = (o.float() - expected).abs().max().item()
+    assert err < 2e-2, f"max abs error {err}"

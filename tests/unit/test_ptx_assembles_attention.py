@@ -58,3 +58,28 @@ def test_register_a_operand_feeds_pv() -> None:
     ptx = compile_attention(64, "f16", False).ptx
     rs = [line for line in ptx.splitlines() if "wgmma.mma_async" in line and "{%" in line]
     assert any(line.count("{") == 2 and line.rstrip(";").endswith("1, 1, 1, 1") for line in rs)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_pingpong_assembles(head_dim: int, causal: bool) -> None:
+    """Ping-pong: each consumer warpgroup syncs at its own named barrier (3 or 4) before
+    P V and arrives at the other's after the lookahead QK^T, plus the start and end arrives."""
+    ptx = compile_attention(head_dim, "f16", causal, pingpong=True).ptx
+    check(ptx)
+    lines = ptx.splitlines()
+    syncs = [
+        i for i, line in enumerate(lines) if "bar.sync 3, 256" in line or "bar.sync 4, 256" in line
+    ]
+    arrives = [i for i, line in enumerate(lines) if "bar.arrive" in line]
+    rs = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line and "}, {%" in line]
+    assert len(syncs) == 2 and len(arrives) == 4
+    assert max(syncs) < min(rs)
+
+
+def test_block_n_128_d128_fits_240_registers() -> None:
+    """d = 128 with 128 keys per step: setmaxnreg 24/240 (default_registers), no spills."""
+    ptx = compile_attention(128, "f16", False, 128).ptx
+    check(ptx)
+    assert "setmaxnreg.inc.sync.aligned.u32 240" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 24" in ptx
