@@ -38,15 +38,17 @@ induction); `check.py` then asks the explicit search for a real trace.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import z3
 
-from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step
+from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step, shape_key
 
 Expr = z3.ExprRef
+_SLOT = re.compile(r", s=\d+|->full\[\d+\]|\[s=\d+\]")
 Action = tuple[str, Expr, dict[str, Expr]]
 
 
@@ -583,18 +585,46 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
 # ---------------------------------------------------------------------- 1-induction
 
 
-def _valid(solver: z3.Solver, claim: Expr, timeout_ms: int) -> bool | None:
-    solver.push()
-    solver.add(z3.Not(claim))
+def _solver(timeout_ms: int) -> z3.Solver:
+    """A fresh, non-incremental solver: Z3 preprocesses a one-shot query (context
+    simplification under the guard, equality solving) far better than a query under
+    push/pop, which falls back to its incremental core (4-5x slower on these queries)."""
+    tactic = z3.Then("simplify", "propagate-values", "ctx-simplify", "solve-eqs", "smt")
+    solver = tactic.solver()
+    solver.set("timeout", timeout_ms)
+    return solver
+
+
+def _valid(hypotheses: list[Expr], claim: Expr, timeout_ms: int) -> bool | None:
+    """Whether `hypotheses => claim` is valid (None: the solver gave up)."""
+    solver = _solver(timeout_ms)
+    solver.add(*hypotheses, z3.Not(claim))
     result = solver.check()
-    solver.pop()
     if result == z3.unknown:
         return None
     return result == z3.unsat
 
 
+_PROOFS: dict[tuple, ProofResult] = {}  # by `shape_key`: protocols already checked
+
+
 def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
-    """Check the certificate by 1-induction (module docstring)."""
+    """Check the certificate by 1-induction (module docstring).
+
+    Results are cached by the protocol's shape (`extract.shape_key`: steps, counts, depth,
+    certificate parameters; no names or locations), so the same ring in another kernel, or
+    the same pipeline compiled again, costs nothing."""
+    key = shape_key(ring)
+    cached = _PROOFS.get(key)
+    if cached is not None:
+        return ProofResult(cached.proved, 0.0, cached.failed, 0, ["cached"])
+    result = _prove(ring, timeout_ms)
+    if result.proved or result.failed.startswith(("not preserved", "init", "does not")):
+        _PROOFS[key] = result
+    return result
+
+
+def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     start = time.perf_counter()
     try:
         system = RingSystem(ring)
@@ -608,37 +638,45 @@ def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
     def fail(what: str) -> ProofResult:
         return ProofResult(False, time.perf_counter() - start, what, queries)
 
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
     inv = z3.And(clauses)
     queries += 1
-    if not _valid(solver, z3.Implies(system.init(), inv), timeout_ms):
+    if not _valid([system.init()], inv, timeout_ms):
         return fail("init does not satisfy the certificate")
-    solver.add(inv)
     memo: dict[int, frozenset[str]] = {}
     mentions = [_names(c, memo) for c in clauses]
     # Warpgroups of one group are interchangeable: the model and the certificate are symmetric
     # under permuting them, so preservation by wg0's actions implies it for the others'.
     mirrored = tuple(f"{n}:" for n in system.names if ".wg" in n and not n.endswith(".wg0"))
+    # The slot variants of one step (`[n, s=0]`, `[n, s=1]`, ...) share one query (their
+    # guards exclude each other); only when it fails, one per variant to name it.
+    batches: dict[str, list[tuple[str, Expr, Expr]]] = {}
     for name, guard, updates in actions:
         if name.startswith(mirrored):
             continue
-        queries += 1
         pairs = [(system.v[k], e) for k, e in updates.items() if k in names]
         changed = {str(system.v[k]) for k in updates}
         # Clauses over untouched variables hold after the step as they held before it.
         touched = [c for c, m in zip(clauses, mentions, strict=True) if m & changed]
         inv2 = z3.substitute(z3.And(touched), *pairs) if touched else z3.BoolVal(True)
-        solver.push()
-        solver.add(guard)
-        ok = _valid(solver, inv2, timeout_ms)
-        solver.pop()
-        if not ok:
-            return fail(f"not preserved by {name}")
-    for name, bad in system.bad(actions).items():
+        batches.setdefault(_SLOT.sub("", name), []).append((name, guard, inv2))
+    for batch in batches.values():
         queries += 1
-        if not _valid(solver, z3.Not(bad), timeout_ms):
-            return fail(f"does not exclude {name}")
+        claim = z3.And([z3.Implies(guard, inv2) for _, guard, inv2 in batch])
+        if _valid([inv], claim, timeout_ms):
+            continue
+        for name, guard, inv2 in batch:
+            queries += 1
+            if not _valid([inv, guard], inv2, timeout_ms):
+                return fail(f"not preserved by {name}")
+    bads = system.bad(actions)
+    # One query for all bad states; only when it fails, one per property to name it.
+    queries += 1
+    if not _valid([inv], z3.Not(z3.Or(list(bads.values()))), timeout_ms):
+        for name, bad in bads.items():
+            queries += 1
+            if not _valid([inv], z3.Not(bad), timeout_ms):
+                return fail(f"does not exclude {name}")
+        return fail("does not exclude the bad states together (solver gave up)")
     return ProofResult(True, time.perf_counter() - start, "", queries)
 
 

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.verify.certificate import prove
 from tawa_xdsl.verify.explicit import search
-from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract
+from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract, shape_key
 from tawa_xdsl.verify.trace import render
 
 
@@ -123,26 +123,6 @@ class ProtocolError(TawaError):
 _PROVED: set[tuple] = set()  # protocols already proved (autotuning compiles the same rings)
 
 
-def _key(ring: RingProtocolModel) -> tuple:
-    def actor(a) -> tuple:
-        steps = tuple(
-            (s.kind, s.barrier, s.slot_off, s.slot_mod, s.parity_off, s.parity_div)
-            + (s.parity_flip, s.tx, s.buffer, s.bar_slot_off, s.lag)
-            for s in a.steps
-        )
-        return (a.role, a.count, steps, a.drain)
-
-    return (
-        ring.depth,
-        ring.full_count,
-        ring.empty_count,
-        actor(ring.producer),
-        tuple(actor(c) for c in ring.consumers),
-        tuple(sorted(ring.certificate.items())),
-        tuple(sorted(ring.trip_delta.items())),
-    )
-
-
 def check_module(module: ModuleOp) -> list[RingVerdict]:
     """Lint, prove every ring, or raise a one-line `ProtocolError` (the compile pipeline's check).
 
@@ -160,7 +140,7 @@ def check_module(module: ModuleOp) -> list[RingVerdict]:
     except ExtractionError as error:
         raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
     for ring in rings:
-        key = _key(ring)
+        key = shape_key(ring)
         if key in _PROVED:
             verdicts.append(RingVerdict(ring.name, True, 0.0, 0, model=ring, method="cached"))
             continue

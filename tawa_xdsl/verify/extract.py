@@ -483,3 +483,26 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
             )
         )
     return rings
+
+
+def shape_key(ring: RingProtocolModel) -> tuple:
+    """What the proof of `ring` depends on, without names or source locations: two rings
+    with the same key have the same model, certificate and verdict."""
+
+    def actor(a: Actor) -> tuple:
+        steps = tuple(
+            (s.kind, s.barrier, s.slot_off, s.slot_mod, s.parity_off, s.parity_div)
+            + (s.parity_flip, s.tx, s.buffer, s.bar_slot_off, s.lag)
+            for s in a.steps
+        )
+        return (a.role, a.count, steps, a.drain)
+
+    return (
+        ring.depth,
+        ring.full_count,
+        ring.empty_count,
+        actor(ring.producer),
+        tuple(actor(c) for c in ring.consumers),
+        tuple(sorted(ring.certificate.items())),
+        tuple(sorted(ring.trip_delta.items())),
+    )
