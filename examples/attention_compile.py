@@ -32,8 +32,9 @@ BLOCK_M = 128  # two consumer warpgroups of 64 rows
 
 
 def default_block_n(head_dim: int) -> int:
-    """Keys per step: 128 for d = 64, 64 for d = 128 (S, P and O fit the 232 registers)."""
-    return 128 if head_dim <= 64 else 64
+    """Keys per step: 128 for d = 64 and d = 128 (d = 128 with setmaxnreg 24/240,
+    `default_registers`: +16-24% over 64 keys on the H200, bench/NOTES.md round 3)."""
+    return 128
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """The generated warp-specialized attention forward on the GPU against a float32 reference.
 
 `examples/attention.py`'s `attn_fwd` (through `examples/attention_compile.py`: BLOCK_M = 128
-over two consumer warpgroups, BLOCK_N = 128 for d = 64 and 64 for d = 128) -> compile_to_ptx
+over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128) -> compile_to_ptx
 -> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned output. Head dims 64
 and 128, causal and not, f16 and bf16, sequence lengths that are and are not multiples of
 the blocks (TMA zero-fill, masked keys, clipped stores).
