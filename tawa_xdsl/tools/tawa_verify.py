@@ -9,7 +9,8 @@ every number of persistent tiles); when that fails, an explicit search finds a s
 counterexample. Lints (elected-thread publication, proxy fences, CTA-wide barriers in a
 warp-group region) print as `file:line:col: warning|error: ...`.
 
-Exit 0 with one `proved: ...` line per ring (with the time taken); exit 1 with a step-by-step
+Exit 0 with one `proved: ...` line per ring (with the time taken) and, for several rings, one
+for the rings together (no cross-ring deadlock, `verify/compose.py`); exit 1 with a step-by-step
 trace when a ring's protocol can go wrong (or a lint error); exit 2 when the IR is not in a
 shape the verifier models; exit 3 on an internal error of the certificate (the explicit search
 found no counterexample, yet the certificate did not hold).

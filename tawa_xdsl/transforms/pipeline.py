@@ -24,8 +24,9 @@ Runs on the output of `distribute`, in this order:
 5. attention release placement (`place_attention_releases`): in a loop pipelined by 3, the
    releases go where the overlapped MMA schedule of `lower-to-nvgpu` frees the slots: K(j+1)
    after the body's last dot (P V(j)), under the lookahead's guard; a release lagged by 4
-   (V(j-L)) right after the get of V(j). Later levels keep this order, so the barrier proof
-   after `lower-aref` covers the protocol the GPU runs.
+   (V(j-L)) right before the first op that reads P V's carried accumulator or computes its
+   A operand. Later levels keep this order, so the barrier proof after `lower-aref` covers
+   the protocol the GPU runs.
 
 Options:
   stages: int = 0       ring depth D for looped rings (0: keep).
@@ -458,8 +459,9 @@ def place_attention_releases(loop: scf.ForOp) -> None:
 
     * K(j+1), read by the lookahead QK^T: released after P V(j) (`scf.if (j+step < ub)`
       after the body's last dot; the nvgpu level waits for QK^T(j+1) right before it);
-    * V(j-L), a release `delay_releases` lagged by L >= 1 uses: released right after the
-      get of V(j) (the nvgpu level waits for P V(j-1) right before it).
+    * V(j-L), a release `delay_releases` lagged by L >= 1 uses: released right before the
+      carried accumulator is read (O *= alpha) or P V's A operand is computed, where the
+      nvgpu level waits for P V(j-1) (right before this release).
 
     An unlagged release (MMA depth 1) stays after its dot."""
     body = loop.body.block
@@ -475,30 +477,22 @@ def place_attention_releases(loop: scf.ForOp) -> None:
             op.detach()
         late = scf.IfOp(ahead.cond, [], [*released, scf.YieldOp()])
         Rewriter.insert_op(late, InsertPoint.after(last))
-    sources = [_get_source(v) for v in last.operands]
-    gets = [_in_body_op(v.owner, body) for v in sources if v is not None]  # type: ignore[arg-type]
-    if not gets:
+    # P V(j-1) is done where its accumulator is read or its A registers are rewritten.
+    terminator = body.last_op
+    assert isinstance(terminator, scf.YieldOp)
+    carried = [body.args[n + 1] for n, v in enumerate(terminator.operands) if v is last.result]
+    touch = [_in_body_op(use.operation, body) for arg in carried for use in arg.uses]
+    if isinstance(last.lhs.owner, Operation) and _in_body(last.lhs, body) is not None:
+        touch.append(_in_body_op(last.lhs.owner, body))
+    if not touch:
         return
-    anchor = gets[0]
+    anchor = min(touch, key=body.get_operation_index)
     for release in [op for op in body.ops if _lagged_release(op)]:
         if body.get_operation_index(release) < body.get_operation_index(anchor):
             continue
         for op in [*_operands_in(release, body, anchor), release]:
             op.detach()
-            Rewriter.insert_op(op, InsertPoint.after(anchor))
-            anchor = op
-
-
-def _get_source(value: SSAValue) -> SSAValue | None:
-    """The `aref.get` result a dot operand is a view of (through layout ops), if any."""
-    while True:
-        owner = value.owner
-        if isinstance(owner, aref.GetOp):
-            return value
-        if isinstance(owner, (*_LAYOUT_OPS, tile.ExtractSliceOp)):
-            value = owner.operands[0]
-            continue
-        return None
+            Rewriter.insert_op(op, InsertPoint.before(anchor))
 
 
 # ------------------------------------------------------------------- 4. MMA depth

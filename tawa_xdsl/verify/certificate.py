@@ -535,6 +535,8 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
         c.append(z3.Or(acq >= 0, z3.And(acq == -1, ppc > filled, more)))
         c += [rel <= D, rel <= pmin, z3.Implies(passedW, rel <= D - 1)]
         c.append(z3.Implies(z3.Not(more), z3.Implies(pc > 0, lag >= 1)))
+        # an iteration once started has its use coming (a release may precede the wait)
+        c.append(z3.Implies(pc > 0, lag >= 0))
         c.append(tpos + lag <= pmin)
         c.append(z3.Implies(acquired, z3.Or(lag >= 1, z3.And(lag == 0, ppc > filled))))
     for s in range(D):

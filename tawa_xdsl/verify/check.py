@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.verify.certificate import prove
+from tawa_xdsl.verify.compose import PremiseError, check_composition
 from tawa_xdsl.verify.explicit import search
 from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract, shape_key
 from tawa_xdsl.verify.trace import render
@@ -38,6 +39,13 @@ class RingVerdict:
     internal_error: bool = False  # the certificate failed, yet no counterexample exists
 
     def summary(self) -> str:
+        if self.method == "composition":
+            if self.proved:
+                return (
+                    f"proved: rings {self.ring} together: no cross-ring deadlock for every "
+                    f"trip count and tile count (decomposition, {self.seconds:.2f} s)"
+                )
+            return f"FAILED: rings {self.ring} together: {self.message}"
         what = (
             "no deadlock, overwrite, stale/partial read, count or tx mismatch, parity aliasing "
             "for every trip count and tile count"
@@ -111,9 +119,35 @@ def verify_ring(ring: RingProtocolModel, method: str = "certificate") -> RingVer
     )
 
 
+def verify_composition(rings: list[RingProtocolModel]) -> RingVerdict | None:
+    """The cross-ring deadlock verdict of a kernel's rings (`compose.py`), None for one ring.
+
+    A kernel outside the premises of the decomposition raises `ExtractionError`."""
+    if len(rings) < 2:
+        return None
+    try:
+        result = check_composition(rings)
+    except PremiseError as error:
+        raise ExtractionError(f"cross-ring deadlock: {error}") from error
+    return RingVerdict(
+        ", ".join(result.rings),
+        result.proved,
+        result.seconds,
+        0,
+        None if result.proved else "DEADLOCK",
+        result.message,
+        method="composition",
+    )
+
+
 def verify_module(module: ModuleOp, method: str = "certificate") -> list[RingVerdict]:
-    """One verdict per ring of `module` (extraction errors raise `ExtractionError`)."""
-    return [verify_ring(ring, method) for ring in extract(module)]
+    """One verdict per ring of `module`, then one for the rings together when there are
+    several (extraction errors raise `ExtractionError`)."""
+    rings = extract(module)
+    verdicts = [verify_ring(ring, method) for ring in rings]
+    # The decomposition relies on every ring proved alone (P2 of compose.py).
+    together = verify_composition(rings) if all(v.proved for v in verdicts) else None
+    return verdicts + ([together] if together else [])
 
 
 class ProtocolError(TawaError):
@@ -152,4 +186,13 @@ def check_module(module: ModuleOp) -> list[RingVerdict]:
             )
         _PROVED.add(key)
         verdicts.append(verdict)
-    return verdicts
+    try:
+        together = verify_composition(rings)
+    except ExtractionError as error:
+        raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
+    if together is not None and not together.proved:
+        raise ProtocolError(
+            f"{rings[0].loc}: error: barrier protocols of rings {together.ring} can deadlock "
+            f"each other: {together.message}"
+        )
+    return verdicts + ([together] if together else [])

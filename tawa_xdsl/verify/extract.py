@@ -16,7 +16,7 @@ means the same N for every N; `expr + c` is a known difference c.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
@@ -49,6 +49,8 @@ class Step:
     lag: int = 0  # the step acts on use k - lag (guarded k >= lag, drained after the loop)
     loc: str = "<unknown>"
     text: str = ""
+    pos: int = -1  # program-order index of the op in its group (`compose.py`; not in the key)
+    ahead: bool = False  # under the lookahead guard `iv + step < ub`: acts on use k + 1
 
     def slot(self, use: int) -> int:
         return (use + self.slot_off) % self.slot_mod
@@ -70,6 +72,10 @@ class Actor:
     steps: list[Step]
     trip: tuple  # structural trip-count expression of the loop nest
     drain: bool = False  # lagged releases are drained after the loop
+    group: int = -1  # which warp-group op (program-order index in the module)
+    prologue: list[Step] = field(default_factory=list)  # the peeled first use, before the loop
+    loop_depth: int = 1  # loops around the steps (one less than the inner loop: once per tile)
+    drain_pos: int = -1  # program-order index of the drained release (after the loop)
 
     @property
     def lag(self) -> int:
@@ -198,8 +204,17 @@ def _lag_guard(block: Block) -> int:
 class _GroupWalker:
     """Collect one group's steps for one ring."""
 
-    def __init__(self, full: SSAValue, empty: SSAValue, buffers: list[SSAValue]):
+    def __init__(
+        self,
+        full: SSAValue,
+        empty: SSAValue,
+        buffers: list[SSAValue],
+        order: dict[int, int] | None = None,
+    ):
         self.full, self.empty, self.buffers = full, empty, buffers
+        self.order = order or {}
+        self.ahead = False
+        self.drain_pos = -1
         self.steps: list[Step] = []
         self.loops: list[scf.ForOp] = []
         self.drain = False
@@ -244,7 +259,9 @@ class _GroupWalker:
             op.cond, None, loops[-1].ub, iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step)
         ):
             before = len(self.steps)
+            self.ahead = True
             self.walk(then_block, loops, in_drain)
+            self.ahead = False
             if len(self.steps) > before:
                 self.lookahead = loops[-1]
             self._no_ring_ops(op.false_region.blocks, op)
@@ -309,6 +326,7 @@ class _GroupWalker:
                     f"{op_location(op)}: only releases may follow the ring's main loop"
                 )
             self.drain = True
+            self.drain_pos = max(self.drain_pos, step.pos)
             return
         if self.loops and loops != self.loops:
             raise ExtractionError(
@@ -318,6 +336,12 @@ class _GroupWalker:
         self.steps.append(step)
 
     def step_of(self, op: Operation, block: Block) -> Step | None:
+        step = self._step_of(op, block)
+        if step is None:
+            return None
+        return replace(step, pos=self.order.get(id(op), -1), ahead=self.ahead)
+
+    def _step_of(self, op: Operation, block: Block) -> Step | None:
         loc, text = op_location(op), _text(op)
         lag = _lag_guard(block)
         if isinstance(
@@ -434,22 +458,27 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
             b for b in _store_buffers(module, full, empty) if b not in _ring_buffers(module, full)
         ]
         actors = []
-        for group in (op for op in module.walk() if isinstance(op, aref.GroupOp)):
-            walker = _GroupWalker(full, empty, buffers)
+        groups = [op for op in module.walk() if isinstance(op, aref.GroupOp)]
+        for g, group in enumerate(groups):
+            order = {id(op): n for n, op in enumerate(group.body.walk())}
+            walker = _GroupWalker(full, empty, buffers, order)
             walker.walk(group.body.block, [], False)
             walker.finish()
             if walker.steps:
                 role = str(group.role.data)
-                actors.append(
-                    Actor(
-                        f"{role}#{len(actors)}",
-                        role,
-                        group.num_warpgroups,
-                        walker.steps,
-                        _trip_key(walker.loops),
-                        walker.drain,
-                    )
+                actor = Actor(
+                    f"{role}#{len(actors)}",
+                    role,
+                    group.num_warpgroups,
+                    walker.steps,
+                    _trip_key(walker.loops),
+                    walker.drain,
+                    g,
+                    walker.prologue[0] if walker.prologue else [],
+                    len(walker.loops),
+                    walker.drain_pos,
                 )
+                actors.append(actor)
         producers = [a for a in actors if a.role == "producer"]
         consumers = [a for a in actors if a.role == "consumer"]
         if len(producers) != 1 or not consumers:

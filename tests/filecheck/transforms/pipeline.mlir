@@ -47,6 +47,8 @@
 
 // Attention: the first QK^T is peeled under lb < ub (a causal zero-trip loop skips it); each
 // iteration issues the QK^T of the next key block before the softmax of this one, carrying S.
+// The releases sit where the overlapped MMAs of lower-to-nvgpu free the slots (and stay
+// there): V(j-1) before O is rescaled, K(j+1) after P V(j), under the lookahead's guard.
 // ATTN:      aref.group consumer
 // ATTN:        %[[NONEMPTY:[0-9]+]] = arith.cmpi slt, %c0_1, %hi_1 : i32
 // ATTN-NEXT:   %[[S0:[0-9]+]], %[[K0:[0-9]+]] = scf.if %[[NONEMPTY]] -> (tensor<128x64xf32>, i32) {
@@ -63,10 +65,14 @@
 // ATTN-NEXT:     %qk_next, %{{.*}} = scf.if %[[MORE]] -> (tensor<128x64xf32>, i32) {
 // ATTN-NEXT:       %{{.*}} = aref.get %k3_ring[%[[KI]]]
 // ATTN:          %qk_scaled = arith.mulf %[[S]], %qk_scale_t
+// ATTN-NOT:       aref.consumed
 // ATTN:          %p = math.exp2 %s_shifted
-// ATTN:          %acc_next = tile.dot %p16, %v, %acc_scaled
 // ATTN:          scf.if %full {
 // ATTN-NEXT:       aref.consumed %v3_ring[%oldest]
+// ATTN:          %acc_scaled = arith.mulf %acc_i, %alpha_b
+// ATTN:          %acc_next = tile.dot %p16, %v, %acc_scaled
+// ATTN-NEXT:     scf.if %[[MORE]] {
+// ATTN-NEXT:       aref.consumed %k3_ring[%[[KI]]]
 // ATTN:          scf.yield %acc_next, %l_next, %m_next, %{{.*}}, %{{.*}}, %qk_next
 // ATTN:        scf.for %j = %drain_from to
 // ATTN-NEXT:     aref.consumed %v3_ring[%j]
