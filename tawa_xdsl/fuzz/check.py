@@ -14,8 +14,7 @@ Levels, in order (`LEVELS`):
   what the compiler supports).
 * `verify`: the barrier-protocol proof of the mbarrier-level IR
   (`tawa_xdsl.verify.check.check_module`: every ring proved for every trip count, cached by
-  protocol); skipped, and counted in the summary, for D > `PROVE_MAX_STAGES` and for
-  protocols the verifier cannot model.
+  protocol); skipped, and counted in the summary, for protocols the verifier cannot model.
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
@@ -191,18 +190,11 @@ def _describe_mismatch(actual: np.ndarray, bad: np.ndarray, what: str, hint: Any
     return text
 
 
-PROVE_MAX_STAGES = 4
-"""Proofs of rings deeper than this are skipped (their cost grows quickly with D and two
-consumers; the verifier's own suite covers the whole option space)."""
-
-
 @lru_cache(maxsize=256)
 def prove(text: str, options: Options) -> tuple[str, str]:
     """The verifier's verdict on the lowered module: ("proved" | "failed" | "skipped", why).
     `verify.check.check_module` caches proofs by protocol, so a protocol seen before (same
     options and payload bytes, any shape) costs only the extraction."""
-    if options.stages > PROVE_MAX_STAGES:
-        return "skipped", f"D > {PROVE_MAX_STAGES} (proof cost)"
     from tawa_xdsl.verify.check import ProtocolError, check_module
 
     try:
