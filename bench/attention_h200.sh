@@ -5,15 +5,8 @@
 # Usage (repository root, wheels in carry/wheels): bench/attention_h200.sh OUT
 set -uo pipefail
 out="${1:?usage: bench/attention_h200.sh OUT_DIR}"
-mkdir -p "$out" /tmp/site
-python3 -c "import zipfile, glob; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob('carry/wheels/*.whl')]"
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME.log
-    local name=$1 limit=$2; shift 2
-    echo "== $name"; timeout "$limit" "$@" > "$out/$name.log" 2>&1; echo "rc=$?" >> "$out/$name.log"
-    tail -n 30 "$out/$name.log"
-}
+STEP_TAIL=30
+source bench/device_env.sh
 step gpu_tests 150 python3 -m pytest -q -m gpu tests/gpu/test_attention_gpu.py -rf
 step attention_bench 120 python3 bench/attention.py --out "$out/attention_f16.json"
 for depth in 2 4; do  # the default ring depth is 3; its neighbours on a d = 128 subset

@@ -6,16 +6,8 @@
 # Usage (a tree with the wheels in $WHEELS, default carry/wheels): bench/attention_variants_h200.sh OUT
 set -uo pipefail
 out="${1:?usage: bench/attention_variants_h200.sh OUT_DIR}"
-wheels="${WHEELS:-carry/wheels}"
-mkdir -p "$out" /tmp/site
-python3 -c "import zipfile, glob, sys; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$wheels"
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME.log
-    local name=$1 limit=$2; shift 2
-    echo "== $name"; timeout "$limit" "$@" > "$out/$name.log" 2>&1; echo "rc=$?" >> "$out/$name.log"
-    tail -n 12 "$out/$name.log"
-}
+STEP_TAIL=12
+source bench/device_env.sh
 step gpu_tests 100 python3 -m pytest -q -m gpu tests/gpu/test_attention_gpu.py -k variants -rf
 bench=(python3 bench/attention.py --seqs 2048,16384)
 step bench_peers 100 "${bench[@]}" --dims 128,64 --out "$out/peers.json"

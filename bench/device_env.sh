@@ -1,0 +1,14 @@
+# Sourced by the bench/*_h200.sh scripts: installs the carried wheels (xdsl and its small
+# dependencies, z3) on the lent GPU machine, records the GPU, and defines `step`.
+# Expects `out` (the output folder); the wheels come from $WHEELS (default carry/wheels).
+wheels="${WHEELS:-carry/wheels}"
+mkdir -p "$out" /tmp/site
+python3 -c "import zipfile, glob, sys; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$wheels"
+export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME.log
+    local name=$1 limit=$2; shift 2
+    echo "== $name"; timeout "$limit" "$@" > "$out/$name.log" 2>&1; echo "rc=$?" >> "$out/$name.log"
+    tail -n "${STEP_TAIL:-4}" "$out/$name.log"
+}
