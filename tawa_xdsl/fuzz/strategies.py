@@ -84,15 +84,22 @@ def programs(gpu: bool = False) -> st.SearchStrategy[Program]:
     return st.one_of(gemm_programs(gpu), attention_programs())
 
 
+# TMA describes a global tensor only when every row pitch is a multiple of 16 bytes: with
+# elements of 2 or 4 bytes, the inner dims of the GPU cases are multiples of 8.
+TMA_INNER_MULTIPLE = 8
+
+
 @st.composite
-def shapes(draw: st.DrawFn, program: Program) -> dict[str, int]:
-    """A problem shape for `program`: ragged edges, short and odd K loops."""
+def shapes(draw: st.DrawFn, program: Program, gpu: bool = False) -> dict[str, int]:
+    """A problem shape for `program`: ragged edges, short and odd K loops (for the GPU, inner
+    dims a TMA can describe; rows stay ragged)."""
     if isinstance(program, GemmProgram):
+        step = TMA_INNER_MULTIPLE if gpu else 1
         m = draw(st.integers(1, program.block_m * 2 + program.block_m // 2), label="m")
-        n = draw(st.integers(1, program.block_n * 2 + program.block_n // 2), label="n")
+        n = step * draw(st.integers(1, (program.block_n * 2 + program.block_n // 2) // step))
         k_tiles = draw(st.sampled_from([1, 0, 2, 3, 5]), label="k tiles")
-        ragged = draw(st.integers(0, program.block_k - 1), label="k ragged") if k_tiles else 0
-        return {"m": m, "n": n, "k": k_tiles * program.block_k - ragged}
+        ragged = draw(st.integers(0, (program.block_k - 1) // step), label="k ragged") * step
+        return {"m": m, "n": n, "k": k_tiles * program.block_k - (ragged if k_tiles else 0)}
     seq = draw(st.one_of(st.sampled_from([1, 64, 65, 128, 129]), st.integers(1, 300)))
     return {"heads": draw(st.integers(1, 2)), "seq": seq}
 
@@ -148,7 +155,7 @@ def cases(draw: st.DrawFn, gpu: bool = False, kind: str | None = None) -> Case:
     levels = ("tile", "gpu") if gpu else CPU_LEVELS
     return Case(
         program=program,
-        shape=draw(shapes(program), label="shape"),
+        shape=draw(shapes(program, gpu), label="shape"),
         seed=draw(st.integers(0, 2**31 - 1), label="input seed"),
         values=draw(st.sampled_from(VALUE_CLASSES), label="values"),
         scalars=draw(scalars(program), label="scalars"),
