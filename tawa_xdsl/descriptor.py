@@ -8,6 +8,7 @@ a TMA tensor map, in the interpreter the loads read zeros and the stores are cli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,6 +49,8 @@ class TensorDescriptor:
                 f"block_shape dims must be positive and 1 to 5 of them, got {list(block)}"
             )
         strides = tuple(s // tensor.itemsize for s in tensor.strides)
+        if tensor.size == 0:  # numpy gives it zero strides; describe it as row-major
+            strides = tuple(math.prod(tensor.shape[i + 1 :]) for i in range(tensor.ndim))
         if strides[-1] != 1:
             raise ValueError("the last dim of a described tensor must be contiguous (stride 1)")
         return TensorDescriptor(tensor, tuple(tensor.shape), strides, block)

@@ -28,10 +28,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
+from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.tile import DescType
 
 Grid = tuple[int, int, int]
+
+# The most dynamic shared memory one block may use on sm_90 (227 KiB, the opt-in limit).
+SM90_MAX_SMEM_BYTES = 232448
 
 
 @dataclass(frozen=True)
@@ -135,13 +139,16 @@ class CompiledKernel:
 
         device = rt.require_gpu()
         launch_grid, extra = self.grid(grid, device_sms(device))
+        if 0 in launch_grid:
+            return  # no program instances: nothing to run (a zero grid is a driver error)
         staged, host = [], []
         for a in args:
             base = getattr(a, "base", None)
             if base is not None and hasattr(a, "block_shape") and hasattr(base, "ctypes"):
-                dev = rt.to_device(base)
+                dev = rt.to_device(base if base.size else empty_tensor_stand_in(base))
                 staged.append(dev)
-                host.append((base, dev))
+                if base.size:
+                    host.append((base, dev))
             else:
                 staged.append(a)
         kernel = rt.load_kernel(self.ptx, self.name)
@@ -155,6 +162,17 @@ class CompiledKernel:
         )
         for base, dev in host:
             rt.to_host(dev, out=base)
+
+
+def empty_tensor_stand_in(array: Any) -> Any:
+    """What to describe in place of an array with no elements, which a TMA map cannot: zeros of
+    one element per dim but the last (16 bytes long, the TMA stride unit). Every element of the
+    empty array is out of bounds, so its loads read zeros; the stand-in's in-bounds elements are
+    zeros too, and what stores write into it is thrown away."""
+    import numpy as np
+
+    shape = (1,) * (array.ndim - 1) + (max(1, 16 // array.itemsize),)
+    return np.zeros(shape, array.dtype)
 
 
 def device_sms(device: Any) -> int:
@@ -258,12 +276,19 @@ def compile_to_ptx(
             on_stage(stage, text)
     kernel = next(op for op in ws.ops if isinstance(op, func.FuncOp))
     threads = kernel.attributes[THREADS_ATTR]
+    smem_bytes = SmemPlan.of(kernel).bytes
+    if smem_bytes > SM90_MAX_SMEM_BYTES:
+        raise TawaError(
+            f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
+            f"of shared memory with {opts.stages}-deep rings; an sm_90 block may use at most "
+            f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
+        )
     return CompiledKernel(
         ptx=ptx,
         name=kernel.sym_name.data,
         params=kernel_params(kernel),
         tensor_maps=tensor_map_info(kernel),
-        smem_bytes=SmemPlan.of(kernel).bytes,
+        smem_bytes=smem_bytes,
         threads=threads.value.data,  # type: ignore[attr-defined]
         persistent=opts.persistent,
         arg_count=arg_count,

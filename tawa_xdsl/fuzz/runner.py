@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import FlakyFailure
 
 from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
 from tawa_xdsl.fuzz.programs import GemmProgram
@@ -150,10 +151,20 @@ def run_round(
     try:
         prop()
     except FuzzFailure as failure:
-        path = write_reproducer(failure, out)
-        summary.failures.append(FailureRecord(failure.level, failure.message, path))
-        return failure
+        return _record(summary, failure, out)
+    except FlakyFailure as flaky:
+        # Failed once, passed on Hypothesis's replay: still a bug (often state on the GPU),
+        # reported with the first failure's reproducer rather than crashing the run.
+        failure = next(e for e in flaky.exceptions if isinstance(e, FuzzFailure))
+        failure.message += " (did not fail again on replay)"
+        return _record(summary, failure, out)
     return None
+
+
+def _record(summary: Summary, failure: FuzzFailure, out: Path) -> FuzzFailure:
+    path = write_reproducer(failure, out)
+    summary.failures.append(FailureRecord(failure.level, failure.message, path))
+    return failure
 
 
 def fuzz(

@@ -180,3 +180,24 @@ def test_gpu_mode_compiles_or_says_why() -> None:
     assert not isinstance(plain, str) and ".target sm_90a" in plain.ptx
     refused = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
     assert isinstance(refused, str) and "GPU backend refuses" in refused
+
+
+def test_a_failure_that_does_not_repeat_is_reported_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on the H200: a GPU failure that passed on Hypothesis's replay crashed the run."""
+    import tawa_xdsl.fuzz.runner as runner
+
+    calls = {"n": 0}
+
+    def fails_once(case: Case, outcome: object = None) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise FuzzFailure("gpu", "LaunchError: once", case)
+
+    monkeypatch.setattr(runner, "check_case", fails_once)
+    summary = Summary()
+    failure = run_round(summary, 0, tmp_path, max_examples=5, derandomize=True)
+    assert failure is not None and failure.level == "gpu"
+    assert summary.failures[0].message == "LaunchError: once (did not fail again on replay)"
+    assert Path(summary.failures[0].path).exists()

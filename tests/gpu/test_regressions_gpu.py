@@ -1,0 +1,32 @@
+"""Every reproducer the GPU fuzz run found (bugs since fixed) passes on the GPU now.
+
+From `tawa fuzz --gpu` on the H200, 2026-11-30 (bench/results/fuzz_gpu_2026-11-30/):
+
+* repro-gpu-08be846894.json, repro-gpu-0e6a8a9f09.json: a GEMM with K = 0 could not be
+  launched: a descriptor over an array with no elements was rejected (numpy gives it zero
+  strides) and TMA cannot describe an empty tensor; now it is described by a zero stand-in.
+* repro-gpu-1ca6413477.json, repro-gpu-5c6a232ef7.json, repro-gpu-5e7b45c619.json: attention
+  with 3- to 5-deep rings compiled to kernels needing more shared memory than an sm_90 block
+  has, and failed at launch; compile_to_ptx now refuses them with a one-line error (the
+  fuzzer counts the refusal as skipped).
+
+The CPU side of these fixes is tested in tests/unit/test_backend_launch.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tawa_xdsl.fuzz.repro import replay
+
+pytestmark = pytest.mark.gpu
+
+REPRODUCERS = sorted((Path(__file__).parents[1] / "regressions" / "gpu").glob("repro-*.json"))
+
+
+@pytest.mark.parametrize("path", REPRODUCERS, ids=lambda p: p.stem)
+def test_gpu_reproducer_passes_now(path: Path) -> None:
+    result = replay(path)
+    assert result.failure is None, str(result.failure)
