@@ -1420,8 +1420,7 @@ class FragmentMaskOp(IRDLOperation):
     result = result_def(T)
 
     assembly_format = (
-        "$source `,` $fill `where` `[` $bounds `]` attr-dict `:` type($source) `,` "
-        "type($fill)"
+        "$source `,` $fill `where` `[` $bounds `]` attr-dict `:` type($source) `,` type($fill)"
     )
     irdl_options = (ParsePropInAttrDict(),)
     traits = traits_def(Pure())

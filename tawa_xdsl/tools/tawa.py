@@ -135,6 +135,7 @@ def add_compile(subparsers: Any) -> None:
 
 # ---------------------------------------------------------------------------------- main
 
+
 def add_demo(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the bundled examples through the compiler and check them"
