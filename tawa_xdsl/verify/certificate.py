@@ -14,11 +14,11 @@ The model (`RingSystem`) is the lag-relative semantics of `explicit.py`, written
 
 Every slot and parity is computed from the very `(i + c) mod m` / `((i + c) div d) & 1 ^ f`
 expressions the IR holds, from the actor's own counter: the model is what the code does, not what
-the compiler meant. What it meant is the certificate (`certificate`): an invariant instantiated
-from the `tawa.ring` parameters (depth D, consumer warpgroups K, expect_tx bytes) and the role
-structure (where each group waits, arrives, copies, reads, with which release lag). It states the
-whole barrier state as a function of the groups' positions: for slot s, with `dist(s)` the
-distance from the producer's use back to the last use of s,
+the compiler meant. What it meant is the certificate (`certificate_clauses`): an invariant
+instantiated from the `tawa.ring` parameters (depth D, consumer warpgroups K, expect_tx bytes)
+and the role structure (where each group waits, arrives, copies, reads, with which release lag).
+It states the whole barrier state as a function of the groups' positions: for slot s, with
+`dist(s)` the distance from the producer's use back to the last use of s,
 
     empty[s]: completed phases = min over consumers of their releases of s; pending = K minus
               the consumers one release ahead;
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import z3
@@ -65,13 +64,6 @@ class ProofResult:
     failed: str = ""  # "init", "preserved by <action>", "excludes <property>", or a mismatch
     queries: int = 0
     detail: list[str] = field(default_factory=list)
-
-
-def _ite_sel(values: list[Expr], index: Expr) -> Expr:
-    out = values[-1]
-    for n in range(len(values) - 2, -1, -1):
-        out = z3.If(index == n, values[n], out)
-    return out
 
 
 def _b2i(b: Expr) -> Expr:
@@ -419,11 +411,6 @@ def _positions(actor: Actor, kind: str, barrier: str = "") -> list[int]:
     ]
 
 
-def certificate(sys: RingSystem) -> Expr:
-    """The certificate as one formula (see `certificate_clauses`)."""
-    return z3.And(certificate_clauses(sys))
-
-
 def _names(e: Expr, memo: dict[int, frozenset[str]]) -> frozenset[str]:
     """Names of the state variables `e` mentions."""
     key = e.get_id()
@@ -680,23 +667,3 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
                 return fail(f"does not exclude {name}")
         return fail("does not exclude the bad states together (solver gave up)")
     return ProofResult(True, time.perf_counter() - start, "", queries)
-
-
-def counterexample_to_induction(ring: RingProtocolModel, action: str) -> dict[str, str]:
-    """A state satisfying the certificate from which `action` leaves it (for debugging the
-    certificate generator)."""
-    system = RingSystem(ring)
-    inv = certificate(system)
-    for name, guard, updates in system.actions():
-        if name != action:
-            continue
-        pairs = [(system.v[k], e) for k, e in updates.items()]
-        s = z3.Solver()
-        s.add(inv, guard, z3.Not(z3.substitute(inv, *pairs)))
-        if s.check() == z3.sat:
-            m = s.model()
-            return {k: str(m.eval(x, model_completion=True)) for k, x in system.v.items()}
-    return {}
-
-
-Checker = Callable[[RingProtocolModel], ProofResult]

@@ -20,7 +20,7 @@ from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.verify.certificate import prove
 from tawa_xdsl.verify.compose import PremiseError, check_composition
 from tawa_xdsl.verify.explicit import search
-from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract, shape_key
+from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract
 from tawa_xdsl.verify.trace import render
 
 
@@ -154,14 +154,11 @@ class ProtocolError(TawaError):
     """A lowered ring's barrier protocol can go wrong (one line; tawa-verify has the trace)."""
 
 
-_PROVED: set[tuple] = set()  # protocols already proved (autotuning compiles the same rings)
-
-
 def check_module(module: ModuleOp) -> list[RingVerdict]:
     """Lint, prove every ring, or raise a one-line `ProtocolError` (the compile pipeline's check).
 
-    Proofs are cached by protocol (the rings' extracted steps and parameters), so compiling
-    the same pipeline again costs only the extraction. An internal error of the certificate
+    Proofs are cached by protocol shape (`certificate.prove`), so compiling the same pipeline
+    again (autotuning) costs only the extraction. An internal error of the certificate
     does not fail the compile (the explicit search showed the ring safe)."""
     from tawa_xdsl.verify.lints import lint_module
 
@@ -174,17 +171,12 @@ def check_module(module: ModuleOp) -> list[RingVerdict]:
     except ExtractionError as error:
         raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
     for ring in rings:
-        key = shape_key(ring)
-        if key in _PROVED:
-            verdicts.append(RingVerdict(ring.name, True, 0.0, 0, model=ring, method="cached"))
-            continue
         verdict = verify_ring(ring)
         if not verdict.proved:
             raise ProtocolError(
                 f"{ring.loc}: error: barrier protocol of ring {ring.name} can go wrong: "
                 f"{verdict.message} (tawa-verify prints the trace)"
             )
-        _PROVED.add(key)
         verdicts.append(verdict)
     try:
         together = verify_composition(rings)

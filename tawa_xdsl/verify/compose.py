@@ -67,23 +67,6 @@ class CompositionVerdict:
     message: str = ""
     rings: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
-        names = ", ".join(self.rings)
-        if self.proved:
-            return (
-                f"proved: rings {names} together: no cross-ring deadlock for every trip count "
-                f"and tile count (decomposition, {self.seconds:.2f} s)"
-            )
-        return f"FAILED: rings {names} together: {self.message}"
-
-    def to_json(self) -> dict:
-        return {
-            "composition": self.rings,
-            "proved": self.proved,
-            "seconds": round(self.seconds, 3),
-            "message": self.message,
-        }
-
 
 @dataclass(frozen=True)
 class _Event:

@@ -52,9 +52,8 @@ class SearchResult:
 
 
 class _Model:
-    def __init__(self, ring: RingProtocolModel, max_states: int = 2_000_000):
+    def __init__(self, ring: RingProtocolModel):
         self.ring = ring
-        self.max_states = max_states
         steps = ring.producer.steps + [s for c in ring.consumers for s in c.steps]
         mods = [ring.depth] + [s.slot_mod for s in steps] + [2 * s.parity_div for s in steps]
         self.M = 2 * math.lcm(*mods)
@@ -407,7 +406,7 @@ def search(
 
     With `symmetry`, identical warpgroups of a group are interchangeable (states are sorted
     over them); a violation is then searched again without, so its trace names them right."""
-    model = _Model(ring, max_states)
+    model = _Model(ring)
     inits = model.initial()
     parent: dict[tuple, tuple[tuple, Event] | None] = {s: None for s in inits}
     queue = deque(inits)
@@ -456,12 +455,6 @@ def search(
             message = "DEADLOCK: every unfinished group is blocked and no copy is in flight: "
             return SearchResult(
                 "DEADLOCK", message + blocked_report(model, state), path(state), len(parent)
-            )
-            return SearchResult(
-                "DEADLOCK",
-                "DEADLOCK: every unfinished group is blocked and no copy is in flight",
-                path(state),
-                len(parent),
             )
         for ev, nxt in succ:
             nxt = canonical(nxt)
