@@ -122,10 +122,6 @@ def tile_type(dtype: tl.dtype, shape: Sequence[int]) -> TensorType:
     return TensorType(ir_type(dtype), list(shape))
 
 
-def value_type(value: Scalar | Tile) -> Attribute:
-    return value.ssa.type
-
-
 def is_number(value: object) -> bool:
     return isinstance(value, bool | int | float)
 

@@ -27,7 +27,7 @@ waits forever is reported as a `DeadlockError` with every blocked warpgroup and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -39,7 +39,7 @@ from xdsl.ir import Operation
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref
 from tawa_xdsl.interp.dtypes import InterpreterError
-from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler
+from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, sync_point
 from tawa_xdsl.interp.scheduler import ScheduleSpec, Task, TraceEvent, make_policy, run_tasks
 from tawa_xdsl.interp.tile import HANDLERS, run_kernel
 
@@ -152,13 +152,6 @@ def _complete(ev: Evaluator, ring: Ring, side: str, use: int) -> None:
     ring.next_index[(ev.state.get("task", ""), side)] = use + 1
 
 
-def _sync_point(op: Operation, reason: str, ready: Callable[[], bool]) -> Generator[Blocked]:
-    """Let the scheduler switch warp groups here, and wait until `ready()`."""
-    yield Blocked(op, reason, ready)
-    while not ready():
-        yield Blocked(op, reason, ready)
-
-
 def _create(ev: Evaluator, op: aref.CreateOp, operands: list[Any]) -> tuple[Ring]:
     assert isinstance(op.ring.type, aref.RingType)
     ring = Ring(op, op.ring.type.depth.data, _consumer_warpgroups(op))
@@ -173,7 +166,7 @@ def _put(ev: Evaluator, op: aref.PutOp, operands: list[Any]) -> Generator[Blocke
     reason = f"waits for {ring.name} slot {use % ring.depth} to be released"
     if use >= ring.depth:
         reason += f" from use {use - ring.depth} by {ring.consumers} consumer warpgroups"
-    yield from _sync_point(op, reason, partial(ring.can_put, use))
+    yield from sync_point(op, reason, partial(ring.can_put, use))
     slot = ring.slot(use)
     slot.use, slot.released = use, 0
     slot.payload = tuple(np.array(v, copy=True) for v in values)
@@ -186,7 +179,7 @@ def _get(ev: Evaluator, op: aref.GetOp, operands: list[Any]) -> Generator[Blocke
     use = int(index)
     _check_index(ev, op, ring, "get", use)
     reason = f"waits for use {use} of {ring.name} (slot {use % ring.depth}) to be put"
-    yield from _sync_point(op, reason, partial(ring.has_arrived, use))
+    yield from sync_point(op, reason, partial(ring.has_arrived, use))
     slot = ring.slot(use)
     if slot.use != use:
         raise _protocol_error(
@@ -205,7 +198,7 @@ def _consumed(ev: Evaluator, op: aref.ConsumedOp, operands: list[Any]) -> Genera
     if copies is None:
         raise _protocol_error(ev, op, ring, f"consumed use {use} without a get of it")
     _check_index(ev, op, ring, "consumed", use)
-    yield from _sync_point(op, "never blocks", lambda: True)
+    yield from sync_point(op, "never blocks", lambda: True)
     ring.slot(use).released += 1
     _complete(ev, ring, "consumed", use)
     _kill(
@@ -254,20 +247,26 @@ def _kill(ev: Evaluator, copies: Sequence[np.ndarray], message: str) -> None:
 # ------------------------------------------------------------------ warp_specialize
 
 
-def _warpgroup_index(ev: Evaluator, op: aref.WarpgroupIndexOp, operands: list[Any]) -> Any:
+def warpgroup_index(ev: Evaluator, op: aref.WarpgroupIndexOp, operands: list[Any]) -> Any:
     if "warpgroup" not in ev.state:
         raise InterpreterError(f"{op_location(op)}: 'aref.warpgroup_index' outside an aref.group")
     return (np.int32(ev.state["warpgroup"]),)
 
 
-def _task_names(groups: Sequence[aref.GroupOp]) -> list[list[str]]:
-    """`producer wg0`, `consumer wg1`; `consumer 1 wg0` when several groups share a role."""
+def warpgroup_tasks(ev: Evaluator, op: aref.WarpSpecializeOp) -> list[Task]:
+    """One task per warpgroup of every group, each running the group's region in a forked
+    evaluator; named `producer wg0`, `consumer wg1`, or `consumer 1 wg0` when several groups
+    share a role."""
+    groups = op.groups()
     roles = [str(g.role.data) for g in groups]
-    names = []
+    tasks = []
     for k, (group, role) in enumerate(zip(groups, roles, strict=True)):
         label = role if roles.count(role) == 1 else f"{role} {roles[:k].count(role)}"
-        names.append([f"{label} wg{w}" for w in range(group.num_warpgroups)])
-    return names
+        for w in range(group.num_warpgroups):
+            name = f"{label} wg{w}"
+            body = ev.fork(warpgroup=w, task=name).run_block(group.body.block)
+            tasks.append(Task(name, body, role))
+    return tasks
 
 
 def _warp_specialize(
@@ -279,12 +278,7 @@ def _warp_specialize(
 ) -> tuple[()]:
     ev.state.setdefault("written", set())  # forks share it, so their stores are reported
     rings: list[Ring] = ev.state.setdefault("rings", [])
-    groups = op.groups()
-    tasks = [
-        Task(name, ev.fork(warpgroup=w, task=name).run_block(group.body.block), group.role.data)
-        for group, names in zip(groups, _task_names(groups), strict=True)
-        for w, name in enumerate(names)
-    ]
+    tasks = warpgroup_tasks(ev, op)
 
     def dump() -> str:
         lines = [f"ring states of program {ev.program.program_id}:"]
@@ -299,7 +293,7 @@ AREF_HANDLERS: dict[type[Operation], Handler] = {
     aref.PutOp: _put,
     aref.GetOp: _get,
     aref.ConsumedOp: _consumed,
-    aref.WarpgroupIndexOp: _warpgroup_index,
+    aref.WarpgroupIndexOp: warpgroup_index,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from xdsl.dialects import func, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from tawa_xdsl.interp.dtypes import InterpreterError
+from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 
 Handler = Callable[..., Any]
 
@@ -33,6 +33,13 @@ class Blocked:
     op: Operation
     reason: str
     ready: Callable[[], bool]
+
+
+def sync_point(op: Operation, reason: str, ready: Callable[[], bool]) -> Generator[Blocked]:
+    """Let the scheduler switch tasks here, and wait until `ready()`."""
+    yield Blocked(op, reason, ready)
+    while not ready():
+        yield Blocked(op, reason, ready)
 
 
 @dataclass
@@ -78,12 +85,12 @@ class Evaluator:
         for arg, value in zip(block.args, args, strict=True):
             self.env[arg] = value
         for op in block.ops:
+            if isinstance(op, scf.YieldOp):  # the terminator: its operands are the block's result
+                return [self.env[v] for v in op.operands]
             handler = self.handlers.get(type(op))
             if handler is None:
                 raise InterpreterError(f"{location(op)}: no interpreter for this op at this level")
             operands = [self.env[v] for v in op.operands]
-            if type(op) in _TERMINATORS:
-                return operands
             try:
                 results = handler(self, op, operands)
                 if inspect.isgenerator(results):
@@ -104,9 +111,6 @@ class Evaluator:
         except StopIteration as stop:
             return stop.value
         raise InterpreterError(f"{location(event.op)}: blocked ({event.reason}) at the tile level")
-
-
-_TERMINATORS = (scf.YieldOp,)
 
 
 def _for(ev: Evaluator, op: scf.ForOp, operands: list[Any]) -> Generator[Blocked, None, Any]:
@@ -133,14 +137,11 @@ def _return(ev: Evaluator, op: func.ReturnOp, operands: list[Any]) -> None:
 
 
 def _scalar(value: int, type_: Any) -> Any:
-    from tawa_xdsl.interp.dtypes import numpy_dtype
-
     return numpy_dtype(type_).type(value)
 
 
 STRUCTURE_HANDLERS: dict[type[Operation], Handler] = {
     scf.ForOp: _for,
     scf.IfOp: _if,
-    scf.YieldOp: lambda ev, op, operands: operands,
     func.ReturnOp: _return,
 }

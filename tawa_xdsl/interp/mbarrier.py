@@ -35,9 +35,11 @@ from xdsl.ir import Operation
 
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.interp.aref import warpgroup_index, warpgroup_tasks
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
-from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler
+from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, sync_point
 from tawa_xdsl.interp.scheduler import (
+    Policy,
     Scheduler,
     ScheduleSpec,
     Task,
@@ -146,11 +148,6 @@ def _state(ev: Evaluator) -> MBarrierState:
     return ev.state.setdefault("mbarrier", MBarrierState())
 
 
-def _sync_point(op: Operation, reason: str, ready: Callable[[], bool]) -> Generator[Blocked]:
-    """Yield to the scheduler, resuming once `ready()`."""
-    yield Blocked(op, reason, ready)
-
-
 # ------------------------------------------------------------------------------ handlers
 
 
@@ -206,7 +203,7 @@ def _wait(
     yield from _point(op)
     if bar.bit == p:
         reason = f"try_wait.parity({p}) on {bars.name}[{int(slot)}], {bar.describe()}"
-        yield from _sync_point(op, reason, lambda: bar.bit != p)
+        yield from sync_point(op, reason, lambda: bar.bit != p)
     return ()
 
 
@@ -296,7 +293,7 @@ def _named_barrier(
     if state.named[ident][0] == expected:
         state.named[ident] = [0, generation + 1]
         return ()
-    yield from _sync_point(op, f"bar.sync {ident}", lambda: state.named[ident][1] != generation)
+    yield from sync_point(op, f"bar.sync {ident}", lambda: state.named[ident][1] != generation)
     return ()
 
 
@@ -309,26 +306,18 @@ def _unsigned(fn: Callable[[int, int], int]) -> Handler:
 
 
 def _warp_specialize(
-    ev: Evaluator, op: aref.WarpSpecializeOp, operands: list[Any], schedule: Any, trace: Any
+    ev: Evaluator,
+    op: aref.WarpSpecializeOp,
+    operands: list[Any],
+    schedule: Policy,
+    trace: list[TraceEvent] | None,
 ) -> tuple[()]:
     ev.state.setdefault("written", set())
     state = _state(ev)
-    scheduler = Scheduler(
-        make_policy(schedule) if not hasattr(schedule, "choose") else schedule,
-        state.describe,
-        trace,
-    )
-    ev.state["scheduler"] = scheduler
-    groups = op.groups()
-    roles = [str(g.role.data) for g in groups]
-    for k, group in enumerate(groups):
-        role = roles[k]
-        label = role if roles.count(role) == 1 else f"{role} {roles[:k].count(role)}"
-        for w in range(group.num_warpgroups):
-            name = f"{label} wg{w}"
-            scheduler.spawn(
-                Task(name, ev.fork(warpgroup=w, task=name).run_block(group.body.block), role)
-            )
+    scheduler = Scheduler(schedule, state.describe, trace)
+    ev.state["scheduler"] = scheduler  # `tma_load` spawns its copies here
+    for task in warpgroup_tasks(ev, op):
+        scheduler.spawn(task)
     scheduler.run()
     leftover = [
         f"{a.name}[{s}] tx {b.tx}" for a in state.arrays for s, b in enumerate(a.barriers) if b.tx
@@ -358,7 +347,7 @@ MBARRIER_HANDLERS: dict[type[Operation], Handler] = {
     nvgpu.NamedBarrierSyncOp: _named_barrier,
     arith.RemUIOp: _unsigned(lambda a, b: a % b),
     arith.DivUIOp: _unsigned(lambda a, b: a // b),
-    aref.WarpgroupIndexOp: lambda ev, op, _: (np.int32(ev.state["warpgroup"]),),
+    aref.WarpgroupIndexOp: warpgroup_index,
 }
 
 

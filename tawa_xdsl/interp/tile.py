@@ -76,7 +76,7 @@ def _load(ev: Evaluator, op: tile.LoadOp, operands: list[Any]) -> tuple[np.ndarr
 def _store(ev: Evaluator, op: tile.StoreOp, operands: list[Any]) -> tuple[()]:
     desc, *offsets, value = operands
     desc.store([int(o) for o in offsets], value)
-    ev.state.setdefault("written", set()).add(id(desc.array))
+    _mark_written(ev, desc)
     return ()
 
 
@@ -133,8 +133,13 @@ def _extract_slice(
 def _store_slice(ev: Evaluator, op: tile.StoreSliceOp, operands: list[Any]) -> tuple[()]:
     desc, *offsets, value = operands
     Descriptor(desc.array, tuple(value.shape)).store([int(o) for o in offsets], value)
-    ev.state.setdefault("written", set()).add(id(desc.array))
+    _mark_written(ev, desc)
     return ()
+
+
+def _mark_written(ev: Evaluator, desc: Descriptor) -> None:
+    """Record the stored-to array, so `run_kernel` returns it."""
+    ev.state.setdefault("written", set()).add(id(desc.array))
 
 
 TILE_HANDLERS: dict[type[Operation], Handler] = {
