@@ -33,6 +33,7 @@ from tawa_xdsl.dialects import aref, tile
 from tawa_xdsl.transforms.ws_utils import (
     BOTH,
     CONSUMER,
+    LAYOUT_OPS,
     PRODUCER,
     add_iter_args,
     ancestor_in,
@@ -45,10 +46,6 @@ from tawa_xdsl.transforms.ws_utils import (
 )
 
 PASS = "insert-aref"
-
-# Ops a loaded tile may pass through on its way into a dot operand and still count as
-# "feeding that dot" (they change the layout, not the data).
-_LAYOUT_OPS = (tile.ReshapeOp, tile.TransOp, tile.ConvertOp, tile.BroadcastOp, tile.ExpandDimsOp)
 
 
 @dataclass
@@ -84,7 +81,7 @@ def _dots_fed(load: tile.LoadOp) -> set[tile.DotOp]:
             user = use.operation
             if isinstance(user, tile.DotOp) and use.index in (0, 1):
                 dots.add(user)
-            elif isinstance(user, _LAYOUT_OPS):
+            elif isinstance(user, LAYOUT_OPS):
                 frontier.append(user.results[0])
     return dots
 
@@ -151,7 +148,7 @@ def _views(get: aref.GetOp) -> list[SSAValue]:
     views: list[SSAValue] = list(get.values)
     for value in views:
         views.extend(
-            use.operation.results[0] for use in value.uses if isinstance(use.operation, _LAYOUT_OPS)
+            use.operation.results[0] for use in value.uses if isinstance(use.operation, LAYOUT_OPS)
         )
     return views
 

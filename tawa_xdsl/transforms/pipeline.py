@@ -61,10 +61,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.dialects import aref, tile
-from tawa_xdsl.transforms.ws_utils import add_iter_args, error, find_kernel
+from tawa_xdsl.transforms.ws_utils import LAYOUT_OPS, add_iter_args, error, find_kernel
 
 PASS = "pipeline"
-_LAYOUT_OPS = (tile.ReshapeOp, tile.TransOp, tile.ConvertOp, tile.BroadcastOp, tile.ExpandDimsOp)
 
 
 def _const(value: int, block_or_point: InsertPoint) -> SSAValue:
@@ -505,7 +504,7 @@ def _feeds_dot(get: aref.GetOp) -> bool:
         for use in value.uses:
             if isinstance(use.operation, tile.DotOp):
                 return True
-            if isinstance(use.operation, (*_LAYOUT_OPS, tile.ExtractSliceOp)):
+            if isinstance(use.operation, (*LAYOUT_OPS, tile.ExtractSliceOp)):
                 frontier.append(use.operation.results[0])
     return False
 

@@ -1,4 +1,5 @@
-"""Helpers the warp-specialization passes share: roles, errors, the kernel, loop surgery.
+"""Helpers the warp-specialization passes share: roles, errors, the kernel, loop surgery,
+layout ops.
 
 Roles are recorded by `partition` as the discardable attribute `aref.role` (ROLE_ATTR) holding
 the string "producer", "consumer" or "both" (both: cloned into every warp group, such as loop
@@ -11,16 +12,21 @@ from collections.abc import Sequence
 
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError, op_location
+from tawa_xdsl.dialects import tile
 from tawa_xdsl.dialects.aref import ROLE_ATTR
 
 PRODUCER = "producer"
 CONSUMER = "consumer"
 BOTH = "both"
 ROLES = (PRODUCER, CONSUMER, BOTH)
+
+# Ops a loaded tile may pass through on its way into a dot operand and still count as
+# "feeding that dot" (they change the layout, not the data).
+LAYOUT_OPS = (tile.ReshapeOp, tile.TransOp, tile.ConvertOp, tile.BroadcastOp, tile.ExpandDimsOp)
 
 
 def error(op: Operation, pass_name: str, message: str) -> TawaError:
@@ -105,7 +111,3 @@ def set_yield_operand(loop: scf.ForOp, index: int, value: SSAValue) -> None:
     operands = list(terminator.operands)
     operands[index] = value
     terminator.operands = operands
-
-
-def new_region(ops: Sequence[Operation] = ()) -> Region:
-    return Region(Block(ops))
