@@ -18,8 +18,6 @@ hands the forms the GEMM printer already prints back to it, so GEMM PTX is uncha
   pay for it. Otherwise per condition one per-thread value `a * row0 + b * col0 - bound`,
   then per accumulator value one `setp.lt.s32` against the value's constant offset,
   `and.pred` and `selp.f32`.
-* **Stores through rank-3 descriptors** (`store_global`): the leading offsets move the base
-  pointer by their strides; rows and columns are clipped as in the rank-2 form.
 """
 
 from __future__ import annotations
@@ -28,12 +26,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from tawa_xdsl.backend.ptx import DESCRIPTOR_LAYOUT_CODE, Reg, f32_hex, wgmma_descriptor_constant
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType, SmemType
-from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.dialects.nvgpu import FragmentType, SmemType
 
 if TYPE_CHECKING:
     from tawa_xdsl.backend.emit_ptx import KernelPrinter
@@ -88,7 +85,6 @@ def attention_handlers(printer: KernelPrinter, base: dict[type[Operation], Handl
         nvgpu.WgmmaMmaAsyncRsOp: emitter.wgmma_rs,
         nvgpu.FragmentMaskOp: emitter.fragment_mask,
         nvgpu.TmaLoadOp: emitter.tma_load,
-        nvgpu.FragmentStoreGlobalOp: emitter.store_global,
     }
 
 
@@ -289,65 +285,3 @@ class AttentionEmitter:
                     b.binary("and.pred", keep, keep, other)
             b.selp("f32", d, s, fill, keep)
         b.label(skip)
-
-    # --------------------------------------------------------------------- stores
-
-    def store_global(self, op: Operation) -> None:
-        """Rank > 2: leading offsets select the 2-D plane; then the rank-2 clipped store."""
-        assert isinstance(op, nvgpu.FragmentStoreGlobalOp)
-        desc = op.desc.type
-        assert isinstance(desc, DescType)
-        if desc.rank == 2:
-            return self.base[nvgpu.FragmentStoreGlobalOp](op)
-        p, b = self.p, self.p.b
-        ty = _frag(op.value)
-        if ty.kind != FragmentLayout.WGMMA_ACC:
-            raise _fail(op, f"needs a wgmma_acc fragment, got {ty}")
-        if not isinstance(op.desc, BlockArgument) or op.desc.owner is not p.kernel.body.block:
-            raise _fail(op, "needs a descriptor that is a kernel argument")
-        from tawa_xdsl.backend.emit_ptx import _arg_name
-
-        name, lead = _arg_name(op.desc), desc.rank - 2
-        eb = nvgpu.element_bytes(ty.element_type)
-        rows, cols = ty.get_shape()
-        b.comment(f"store the {rows}x{cols} fragment to %{name}, clipped to its extent")
-        dim0, dim1, stride, ptr = b.new("b32"), b.new("b32"), b.new("b32"), b.new("b64")
-        b.emit(f"ld.param.u32 {dim0}, [{name}_dim{lead}]")
-        b.emit(f"ld.param.u32 {dim1}, [{name}_dim{lead + 1}]")
-        b.emit(f"ld.param.u32 {stride}, [{name}_stride{lead}]")
-        b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
-        b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
-        for d in range(lead):  # ptr += offset_d * stride_d * eb
-            lead_stride, wide = b.new("b32"), b.new("b64")
-            b.emit(f"ld.param.u32 {lead_stride}, [{name}_stride{d}]")
-            b.emit(f"mul.lo.s32 {lead_stride}, {lead_stride}, {p.operand(op.offsets[d])}")
-            b.emit(f"mul.wide.s32 {wide}, {lead_stride}, {eb}")
-            b.binary("add.s64", ptr, ptr, wide)
-        row, col = p._lane_coords()
-        b.binary("add.s32", row, row, p.operand(op.offsets[lead]))
-        b.binary("add.s32", col, col, p.operand(op.offsets[lead + 1]))
-        col_ok = []
-        for j in range(cols // 8):
-            pred = b.new("pred")
-            b.setp("lt", "s32", pred, col, dim1 if j == 0 else p._minus(dim1, 8 * j))
-            col_ok.append(pred)
-        ptx_ty = "f32" if eb == 4 else "b32"
-        regs = p.frag(op.value)
-        for block in range(rows // 64):
-            for half in (0, 8):
-                r = b.new("b32")
-                b.binary("add.s32", r, row, 64 * block + half)
-                row_ok = b.new("pred")
-                b.setp("lt", "s32", row_ok, r, dim0)
-                addr, lin = b.new("b64"), b.new("b32")
-                b.emit(f"mad.lo.s32 {lin}, {r}, {stride}, {col}")
-                b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
-                b.binary("add.s64", addr, addr, ptr)
-                for first, pair in p._pairs(ty, regs):
-                    i = first - block * (cols // 2)
-                    if not 0 <= i < cols // 2 or ((i >> 1) & 1) * 8 != half:
-                        continue
-                    j = i >> 2
-                    ok = b.new("pred")
-                    b.binary("and.pred", ok, row_ok, col_ok[j])
-                    b.st_global(ptx_ty, addr, pair, offset=8 * j * eb, pred=str(ok))

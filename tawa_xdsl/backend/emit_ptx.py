@@ -909,7 +909,9 @@ class KernelPrinter:
         return [(2 * k, [regs[2 * k], regs[2 * k + 1]]) for k in range(len(regs) // 2)]
 
     def fragment_store_global(self, op: Operation) -> None:
-        """st.global of each column pair, dropping pairs outside the tensor.
+        """st.global of each column pair, dropping pairs outside the tensor. Through a rank > 2
+        descriptor the leading offsets select the 2-D plane (the base pointer moves by
+        offset_d * stride_d); rows and columns of that plane are clipped.
 
         Pairs never straddle the last column: a TMA-describable tensor has rows of a multiple
         of 16 bytes, hence an even column count (and pair columns are even)."""
@@ -920,19 +922,25 @@ class KernelPrinter:
             raise _fail(op, f"needs a wgmma_acc fragment, got {ty}")
         if not isinstance(op.desc, BlockArgument) or op.desc.owner is not self.kernel.body.block:
             raise _fail(op, "needs a descriptor that is a kernel argument")
-        b, name = self.b, _arg_name(op.desc)
+        b, name, lead = self.b, _arg_name(op.desc), desc.rank - 2
         eb = nvgpu.element_bytes(ty.element_type)
         rows, cols = ty.get_shape()
         b.comment(f"store the {rows}x{cols} fragment to %{name}, clipped to its extent")
         dim0, dim1, stride, ptr = b.new("b32"), b.new("b32"), b.new("b32"), b.new("b64")
-        b.emit(f"ld.param.u32 {dim0}, [{name}_dim0]")
-        b.emit(f"ld.param.u32 {dim1}, [{name}_dim1]")
-        b.emit(f"ld.param.u32 {stride}, [{name}_stride0]")
+        b.emit(f"ld.param.u32 {dim0}, [{name}_dim{lead}]")
+        b.emit(f"ld.param.u32 {dim1}, [{name}_dim{lead + 1}]")
+        b.emit(f"ld.param.u32 {stride}, [{name}_stride{lead}]")
         b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
         b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
+        for d in range(lead):  # ptr += offset_d * stride_d * eb
+            lead_stride, wide = b.new("b32"), b.new("b64")
+            b.emit(f"ld.param.u32 {lead_stride}, [{name}_stride{d}]")
+            b.emit(f"mul.lo.s32 {lead_stride}, {lead_stride}, {self.operand(op.offsets[d])}")
+            b.emit(f"mul.wide.s32 {wide}, {lead_stride}, {eb}")
+            b.binary("add.s64", ptr, ptr, wide)
         row, col = self._lane_coords()
-        b.binary("add.s32", row, row, self.operand(op.offsets[0]))
-        b.binary("add.s32", col, col, self.operand(op.offsets[1]))
+        b.binary("add.s32", row, row, self.operand(op.offsets[lead]))
+        b.binary("add.s32", col, col, self.operand(op.offsets[lead + 1]))
         col_ok = []
         for j in range(cols // 8):
             p = b.new("pred")
