@@ -115,22 +115,13 @@ class CompiledKernel:
     def prepare(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> Callable[[], None]:
         """A launcher with tensor maps and the parameter buffers built once (for timing);
         descriptor arguments must be device tensors here."""
-        import importlib
-
         from tawa_xdsl import runtime as rt
-
-        # the module (the package re-exports a function of the same name)
-        rt_launch = importlib.import_module("tawa_xdsl.runtime.launch")
 
         device = rt.require_gpu()
         launch_grid, extra = self.grid(grid, device_sms(device))
         kernel = rt.load_kernel(self.ptx, self.name)
-        config = rt_launch.LaunchConfig.make(launch_grid, self.threads, self.smem_bytes, 1, stream)
-        values = self.launch_args([*args, *extra])
-        prepare = getattr(rt_launch, "prepare_launch", None)
-        if prepare is not None:
-            return prepare(kernel, config, *values)
-        return lambda: rt_launch.launch_with(kernel, config, *values)
+        config = rt.LaunchConfig.make(launch_grid, self.threads, self.smem_bytes, 1, stream)
+        return rt.prepare_launch(kernel, config, *self.launch_args([*args, *extra]))
 
     def launch(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> None:
         """Launch on the current GPU. Descriptor arguments are device tensors, or

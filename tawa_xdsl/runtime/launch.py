@@ -157,14 +157,6 @@ def pack_parameters(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
     return [pack_argument(p, a, kernel.name) for p, a in zip(kernel.params, args, strict=True)]
 
 
-def pack_arguments(kernel: Kernel, args: Sequence[Any]) -> list[np.ndarray]:
-    """`pack_parameters` as numpy uint8 views (`.ctypes.data` is each parameter's address)."""
-    return [
-        s.buffer if isinstance(s, TensorMap) else np.frombuffer(s, dtype=np.uint8)
-        for s in pack_parameters(kernel, args)
-    ]
-
-
 @functools.lru_cache(maxsize=256)
 def launch_config(config: LaunchConfig) -> Any:
     """The CUlaunchConfig struct, with a cluster attribute when the cluster is not 1x1x1.
@@ -205,9 +197,6 @@ def launch(
 
 def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
     """`launch` with a prepared LaunchConfig (reuse it to launch many times cheaply)."""
-    kernel.module.device.make_current()
-    config.check(kernel)
-    kernel.reserve_shared_memory(config.shared_bytes)
     prepare_launch(kernel, config, *args)()
 
 

@@ -13,8 +13,8 @@ from tawa_xdsl.runtime.launch import (
     LaunchConfig,
     dim3,
     pack_argument,
-    pack_arguments,
     pack_parameters,
+    storage_address,
 )
 from tawa_xdsl.runtime.memory import describe
 from tawa_xdsl.runtime.module import Kernel, Param, parse_entries, ptx_bytes
@@ -89,10 +89,9 @@ def test_pack_ws_gemm_arguments() -> None:
     c = CudaArray(0xABC000, (256, 256), "<f4")
     storage = pack_parameters(fake_kernel(), [tm, tm, c, 4096, 8192])
     assert storage[0] is tm  # the map's own aligned bytes are passed
-    buffers = pack_arguments(fake_kernel(), [tm, tm, c, 4096, 8192])
-    assert buffers[0].ctypes.data == tm.address
-    assert bytes(buffers[2]) == (0xABC000).to_bytes(8, "little")
-    assert bytes(buffers[3]) == (4096).to_bytes(4, "little")
+    assert storage_address(storage[0]) == tm.address
+    assert bytes(storage[2]) == (0xABC000).to_bytes(8, "little")
+    assert bytes(storage[3]) == (4096).to_bytes(4, "little")
 
 
 @pytest.mark.parametrize(
@@ -110,7 +109,7 @@ def test_pack_rejects_bad_arguments(args: list[object], message: str) -> None:
     tm = fake_tensor_map()
     args = [tm if isinstance(a, str) and a == "tm" else a for a in args]
     with pytest.raises(LaunchError, match=re.escape(message)):
-        pack_arguments(fake_kernel(), args)
+        pack_parameters(fake_kernel(), args)
 
 
 def test_pack_float_and_signed_scalars() -> None:
