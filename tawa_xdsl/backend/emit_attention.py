@@ -166,7 +166,7 @@ class AttentionEmitter:
         p = self.p
         acc_in, acc = p.frag(op.acc), p.frag(op.results[0])  # type: ignore[attr-defined]
         if acc is not acc_in:
-            p.copy(acc, acc_in, op.acc.type)  # type: ignore[attr-defined]
+            p.copy(acc, acc_in)
         return acc
 
     def wgmma_ss(self, op: Operation) -> None:
@@ -248,7 +248,7 @@ class AttentionEmitter:
             b.setp("gt", "s32", holds_k, p.operand(bound), corner)
             if k:
                 b.binary("and.pred", everywhere, everywhere, holds_k)
-        p.copy(dst, src, op.result.type)
+        p.copy(dst, src)
         skip = b.new_label("unmasked")
         b.bra(skip, pred=str(everywhere))
         row0, col0 = p._lane_coords()

@@ -393,7 +393,8 @@ class KernelPrinter:
         const = self.consts.get(value)
         return const if isinstance(const, int) else None
 
-    def copy(self, dst: Values, src: Values, ty: Attribute) -> None:
+    def copy(self, dst: Values, src: Values) -> None:
+        """dst = src, register by register (nothing for registers they share)."""
         if isinstance(dst, list):
             assert isinstance(src, list)
             for d, s in zip(dst, src, strict=True):
@@ -402,7 +403,6 @@ class KernelPrinter:
         elif dst != src:
             assert isinstance(src, Reg)
             self.b.mov(dst.cls, dst, src)
-        del ty
 
     # ------------------------------------------------------------------ entry
 
@@ -583,7 +583,6 @@ class KernelPrinter:
             self.copy(
                 self.regs_for(arg, "acc" if isinstance(arg.type, FragmentType) else ""),
                 self.regs_for(init),
-                arg.type,
             )
         b.mov("b32", iv, self.operand(op.lb))
         head, end = b.new_label("for"), b.new_label("end_for")
@@ -614,11 +613,11 @@ class KernelPrinter:
                     if isinstance(src, list)
                     else self.b.new(src.cls)
                 )
-                self.copy(tmp, src, s.type)
+                self.copy(tmp, src)
                 temps.append(tmp)
             src_regs = temps
-        for d, dst, src in zip(dsts, dst_regs, src_regs, strict=True):
-            self.copy(dst, src, d.type)
+        for dst, src in zip(dst_regs, src_regs, strict=True):
+            self.copy(dst, src)
 
     def if_(self, op: Operation) -> None:
         assert isinstance(op, scf.IfOp)
@@ -763,7 +762,7 @@ class KernelPrinter:
         acc = self.frag(op.result)
         if acc is not acc_in:
             # Not coalesced: copy first (the wgmma below must read and write one register set).
-            self.copy(acc, acc_in, op.acc.type)
+            self.copy(acc, acc_in)
         desc_a = self._descriptor(op, op.a_buf, op.a_slot, op.a_row)
         desc_b = self._descriptor(op, op.b_buf, op.b_slot, None)
         per_block = n // 2
@@ -862,7 +861,7 @@ class KernelPrinter:
         src_ty, dst_ty = _frag(op.source), _frag(op.result)
         src, dst = self.frag(op.source), self.frag(op.result)
         if src_ty.element_type == dst_ty.element_type:
-            self.copy(dst, src, dst_ty)
+            self.copy(dst, src)
             return
         if not isinstance(src_ty.element_type, Float32Type) or not _packed(dst_ty):
             raise _fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 -> f16/bf16)")

@@ -180,9 +180,6 @@ class PtxBuilder:
 
     # ------------------------------------------------------------------------- TMA §3
 
-    def prefetch_tensormap(self, tmap: Operand) -> None:
-        self.emit(f"prefetch.tensormap [{tmap}]")
-
     def cp_async_bulk_tensor(
         self, dst: Operand, tmap: Operand, coords: Sequence[Operand], mbar: Operand
     ) -> None:
