@@ -41,9 +41,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl import protocol
-from tawa_xdsl.diagnostics import TawaError, op_location
+from tawa_xdsl.backend.layout import WARPGROUP_THREADS
 from tawa_xdsl.dialects import aref, nvgpu, tile
+from tawa_xdsl.transforms.ws_utils import error
 
+PASS = "lower-aref"
 RING_ATTR = "tawa.ring"
 NAMED_BARRIER_ID = 1  # the producer group's own barrier for publishing register payloads
 
@@ -101,7 +103,12 @@ class _Lowering:
         depth, payloads = ring_type.depth.data, ring_type.payload_types()
         consumers = consumer_warpgroups(create)
         if consumers == 0:
-            raise TawaError(f"{op_location(create)}: error: ring has no consumer (no aref.get)")
+            raise error(
+                create,
+                PASS,
+                "ring has no consumer warp group (no aref.get in an aref.group); "
+                "run distribute first",
+            )
         name = create.ring.name_hint or f"ring{index}"
         tma = self._tma_payloads(create)
         proto = protocol.RingProtocol(depth, consumers, protocol.expect_tx_bytes(tma))
@@ -168,7 +175,7 @@ class _Lowering:
                 stores.append(nvgpu.SmemStoreOp(value, buf, slot))
         if stores:
             group = _group_of(put)
-            threads = 128 * (group.num_warpgroups if group is not None else 1)
+            threads = WARPGROUP_THREADS * (group.num_warpgroups if group is not None else 1)
             ops += [
                 *stores,
                 nvgpu.FenceProxyAsyncOp(),
@@ -228,9 +235,7 @@ def lower_arefs(module: ModuleOp) -> None:
     for create in creates:
         if create.ring.uses:
             user = next(iter(create.ring.uses)).operation
-            raise TawaError(
-                f"{op_location(user)}: error: '{user.name}' still uses the ring after lower-aref"
-            )
+            raise error(user, PASS, f"'{user.name}' still uses the ring after lowering")
         Rewriter.erase_op(create)
 
 

@@ -26,10 +26,9 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
+from tawa_xdsl.backend.layout import WARPGROUP_THREADS
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu
-
-THREADS_PER_WARPGROUP = 128
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class _GroupLinter:
         elif isinstance(op, nvgpu.NamedBarrierSyncOp):
             self.unsynced = []
             if isinstance(self.group, aref.GroupOp):
-                want = THREADS_PER_WARPGROUP * self.group.num_warpgroups
+                want = WARPGROUP_THREADS * self.group.num_warpgroups
                 got = op.threads.value.data
                 if got != want:
                     self.add(
