@@ -71,10 +71,6 @@ class WgmmaAccLayout:
         value = block * (shape[1] // 2) + 4 * group + 2 * half + low
         return thread, value
 
-    def row_offsets(self) -> tuple[int, int]:
-        """Rows (relative to the thread's base row 16w + (l >> 2)) of the two row halves."""
-        return 0, 8
-
     @staticmethod
     def _check(shape: tuple[int, ...]) -> None:
         rows, cols = shape
@@ -134,15 +130,3 @@ class WgmmaOperandALayout:
 WGMMA_ACC = WgmmaAccLayout()
 WGMMA_ROW = WgmmaRowLayout()
 WGMMA_OPERAND_A = WgmmaOperandALayout()
-
-LAYOUTS: dict[str, WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout] = {
-    layout.name: layout for layout in (WGMMA_ACC, WGMMA_ROW, WGMMA_OPERAND_A)
-}
-
-
-def layout_of(kind: str) -> WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout:
-    """The layout object named by a `!nvgpu.fragment` layout keyword."""
-    try:
-        return LAYOUTS[str(kind)]
-    except KeyError:
-        raise ValueError(f"unknown fragment layout '{kind}'") from None

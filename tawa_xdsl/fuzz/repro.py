@@ -71,10 +71,6 @@ class Replay:
     failure: FuzzFailure | None
     outcome: Outcome
 
-    @property
-    def reproduced(self) -> bool:
-        return self.failure is not None
-
 
 def replay(path: Path | str, levels: tuple[str, ...] | None = None) -> Replay:
     """Run the case of `path` again (optionally at other `levels`)."""
