@@ -38,9 +38,10 @@ def find_kernel(module: ModuleOp, pass_name: str) -> func.FuncOp:
     """The one function with a body in the module."""
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     if len(kernels) != 1:
-        raise TawaError(
-            f"{op_location(module)}: error: {pass_name}: expected one kernel function in the "
-            f"module, found {len(kernels)}"
+        # The module has no location of its own: point at the second kernel when there is one.
+        where = kernels[1] if kernels else module
+        raise error(
+            where, pass_name, f"expected one kernel function in the module, found {len(kernels)}"
         )
     return kernels[0]
 

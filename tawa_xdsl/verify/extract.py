@@ -9,9 +9,12 @@ innermost loop body, in program order, each with its slot and parity expression 
     consumer:  wait full[...], parity            smem_load buf[...]             arrive empty[...]
 
 A release guarded by `scf.if (kt >= L)` whose index is `i - L` is a release lagged by L uses
-(MMA depth L + 1), drained after the loop. The trip count of every group's loop nest is kept as
-an expression (the loops' bounds), compared structurally across groups: the same expression
-means the same N for every N; `expr + c` is a known difference c.
+(MMA depth L + 1), drained after the loop. The attention lookahead of `pipeline` is read the same
+way: ring ops peeled in front of the loop under `scf.if (lb < ub)` and repeated in the body under
+`scf.if (iv + step < ub)` for use k + 1 are the loop's N uses. Any other guard around ring ops,
+and ring ops in an else-branch, are refused (`ExtractionError`). The trip count of every group's
+loop nest is kept as an expression (the loops' bounds), compared structurally across groups: the
+same expression means the same N for every N; `expr + c` is a known difference c.
 """
 
 from __future__ import annotations
