@@ -133,7 +133,6 @@ class Autotuner:
         self.use_disk = use_disk
         self.best: dict[tuple[Any, ...], Config] = {}
         self.timings: dict[tuple[Any, ...], dict[Config, float]] = {}
-        self.__tawa_autotuner__ = True
 
     # ----------------------------------------------------------------------------- keys
 
