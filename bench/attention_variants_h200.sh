@@ -22,7 +22,7 @@ sys.path.insert(0, "examples")
 from attention_compile import compile_attention
 bins = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 ptxas, cuobjdump = (glob.glob(os.path.join(bins, n))[0] for n in ("ptxas", "cuobjdump"))
-for tag, kw in (("bn64", {}), ("bn128", {"block_n": 128}), ("bn128_pp", {"block_n": 128, "pingpong": True})):
+for tag, kw in (("bn64", {"block_n": 64}), ("bn128", {"block_n": 128}), ("bn128_pp", {"block_n": 128, "pingpong": True})):
     open("/tmp/k.ptx", "w").write(compile_attention(128, "f16", False, **kw).ptx)
     subprocess.run([ptxas, "-arch=sm_90a", "-v", "/tmp/k.ptx", "-o", "/tmp/k.cubin"], check=True)
     sass = subprocess.run([cuobjdump, "-sass", "/tmp/k.cubin"], capture_output=True, text=True).stdout
