@@ -218,8 +218,14 @@ def bind_argument(kernel: func.FuncOp, position: int, value: Any) -> Any:
             f"{where}: expected a scalar, got an array of shape {value.shape}"
         )
     dtype = numpy_dtype(param.type)
-    if dtype.kind in "iu" and not float(value).is_integer():
-        raise KernelArgumentError(f"{where}: expected an integer, got {value!r}")
+    if dtype.kind in "iu":
+        if not float(value).is_integer():
+            raise KernelArgumentError(f"{where}: expected an integer, got {value!r}")
+        limits = np.iinfo(dtype)
+        if not limits.min <= int(value) <= limits.max:
+            raise KernelArgumentError(
+                f"{where}: {value!r} is out of the range {limits.min}..{limits.max}"
+            )
     return dtype.type(value)
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 
 class FuzzUsageError(Exception):
-    """A bad `tawa fuzz` / `tawa repro` invocation; the message says what to change."""
+    """A bad `tawa fuzz` / `tawa repro` invocation; the message says what to change (the
+    `tawa` driver prints it as one line)."""
 
 
 def run_fuzz(args: argparse.Namespace) -> int:
@@ -76,7 +77,7 @@ def add_fuzz(subparsers: Any) -> None:
     parser.add_argument(
         "--examples", type=int, default=200, help="cases per Hypothesis round (200)"
     )
-    parser.set_defaults(handler=_guarded(run_fuzz))
+    parser.set_defaults(handler=run_fuzz)
 
 
 def add_repro(subparsers: Any) -> None:
@@ -85,17 +86,4 @@ def add_repro(subparsers: Any) -> None:
     parser.add_argument(
         "--level", help="comma-separated levels to run instead of the recorded ones"
     )
-    parser.set_defaults(handler=_guarded(run_repro))
-
-
-def _guarded(handler: Any) -> Any:
-    """Turn `FuzzUsageError` into the `tawa` driver's one-line error."""
-    from tawa_xdsl.tools.tawa import UsageError
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(handler(args))
-        except FuzzUsageError as error:
-            raise UsageError(str(error)) from None
-
-    return run
+    parser.set_defaults(handler=run_repro)

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tawa_xdsl.tools.fuzz_cli import FuzzUsageError, add_fuzz, add_repro
+
 
 class UsageError(Exception):
     """A bad command line; the message says what to change."""
@@ -41,6 +43,10 @@ def load_kernel(path: str, name: str) -> Any:
     sys.path.insert(0, str(file.parent.resolve()))
     try:
         spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise UsageError(f"{path}:{error.lineno}: error: {error.msg}") from error
+    except ImportError as error:
+        raise UsageError(f"{path}: error: {error}") from error
     finally:
         sys.path.pop(0)
     kernel = getattr(module, name, None)
@@ -150,8 +156,6 @@ def _demo(seed: int) -> int:
     return run_demo(seed)
 
 
-from tawa_xdsl.tools.fuzz_cli import add_fuzz, add_repro  # noqa: E402 (after UsageError)
-
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "compile": add_compile,
     "demo": add_demo,
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.handler(args)
-    except (UsageError, CompilationError, DiagnosticException, TypeError) as error:
+    except (UsageError, FuzzUsageError, CompilationError, DiagnosticException, TypeError) as error:
         if args.debug:
             raise
         print(f"tawa {args.command}: {error}", file=sys.stderr)

@@ -156,6 +156,13 @@ def _scalar(text: str) -> int | float:
 
 
 def _array(kind: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator):
+    try:
+        return _filled(kind, shape, rng).astype(np.float32).astype(dtype)
+    except MemoryError as error:
+        raise SpecError(f"cannot allocate a {'x'.join(map(str, shape))} array: {error}") from None
+
+
+def _filled(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     if kind == "zeros":
         values = np.zeros(shape)
     elif kind == "ones":
@@ -166,7 +173,7 @@ def _array(kind: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Ge
         values = rng.random(shape)
     else:
         values = np.arange(int(np.prod(shape))).reshape(shape)
-    return values.astype(np.float32).astype(dtype)
+    return values
 
 
 # ---------------------------------------------------------------------------- reporting
@@ -210,10 +217,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kernel", help="the function to run (default: the only one)")
     parser.add_argument("--grid", required=True, help="launch grid, such as 4 or 4,2,1")
     parser.add_argument("--args", nargs="*", default=[], metavar="SPEC", help="one per parameter")
-    parser.add_argument("--seed", type=int, default=0, help="seed of randn/rand (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of randn/rand (default 0)")
     parser.add_argument("--save", metavar="OUT.npz", help="write the stored arrays here")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> list[str]:
