@@ -141,6 +141,17 @@ def _ring_type(ring: SSAValue) -> RingType:
     return ring.type
 
 
+def _verify_payload(what: str, ring: SSAValue, values: Sequence[SSAValue]) -> None:
+    """A put's operands and a get's results carry exactly the ring's payload types."""
+    expected = _ring_type(ring).payload_types()
+    got = tuple(v.type for v in values)
+    if got != expected:
+        raise VerifyException(
+            f"{what} ({', '.join(map(str, got))}) must match the ring's "
+            f"({', '.join(map(str, expected))})"
+        )
+
+
 @irdl_op_definition
 class PutOp(IRDLOperation):
     """Producer: wait until the slot of use `index` is empty, write the payload, publish it."""
@@ -157,13 +168,7 @@ class PutOp(IRDLOperation):
         super().__init__(operands=[ring, index, values])
 
     def verify_(self) -> None:
-        expected = _ring_type(self.ring).payload_types()
-        got = tuple(v.type for v in self.values)
-        if got != expected:
-            raise VerifyException(
-                f"'aref.put' payload types ({', '.join(map(str, got))}) must match the ring's "
-                f"({', '.join(map(str, expected))})"
-            )
+        _verify_payload("'aref.put' payload types", self.ring, self.values)
 
 
 @irdl_op_definition
@@ -184,13 +189,7 @@ class GetOp(IRDLOperation):
         super().__init__(operands=[ring, index], result_types=[_ring_type(ring).payload_types()])
 
     def verify_(self) -> None:
-        expected = _ring_type(self.ring).payload_types()
-        got = tuple(v.type for v in self.values)
-        if got != expected:
-            raise VerifyException(
-                f"'aref.get' result types ({', '.join(map(str, got))}) must match the ring's "
-                f"({', '.join(map(str, expected))})"
-            )
+        _verify_payload("'aref.get' result types", self.ring, self.values)
 
 
 @irdl_op_definition

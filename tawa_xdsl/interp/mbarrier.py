@@ -3,7 +3,7 @@
 `run_mbarrier_kernel(module, grid, args, schedule=...)` runs a kernel after `lower-aref`, with
 the same arguments and result as `tile.run_kernel`. As at the aref level, every warpgroup of
 every `aref.group` is a coroutine interleaved by a `Scheduler` (`interp/scheduler.py`); ops
-run once per warpgroup. The barriers follow the PTX ISA (verification.md §1):
+run once per warpgroup. The barriers follow the PTX ISA's mbarrier semantics:
 
 * an mbarrier has a phase bit, a pending arrival count (reloaded from the init count when a
   phase completes) and a signed tx-count; `arrive` takes one pending arrival,
