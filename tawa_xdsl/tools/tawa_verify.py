@@ -7,7 +7,8 @@ Reads mbarrier-level IR from a file or stdin (`-`, or no file), or runs the give
 Each ring is proved by the compiler's inductive certificate (Z3, 1-induction: every trip count,
 every number of persistent tiles); when that fails, an explicit search finds a shortest
 counterexample. Lints (elected-thread publication, proxy fences, CTA-wide barriers in a
-warp-group region) print as `file:line:col: warning|error: ...`.
+warp-group region, group barriers with the wrong thread count; `verify/lints.py`) print as
+`file:line:col: warning|error: ...`.
 
 Exit 0 with one `proved: ...` line per ring (with the time taken) and, for several rings, one
 for the rings together (no cross-ring deadlock, `verify/compose.py`); exit 1 with a step-by-step
