@@ -1,5 +1,5 @@
 """The Z3 proof of one ring: a symbolic transition system built from the extracted protocol, the
-compiler's inductive certificate, and its 1-induction check (verification.md §4.2).
+compiler's inductive certificate, and its 1-induction check (README, `tawa-verify`).
 
 The model (`RingSystem`) is the lag-relative semantics of `explicit.py`, written symbolically:
 

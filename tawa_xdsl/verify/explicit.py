@@ -1,6 +1,6 @@
 """Explicit-state search of one ring's protocol over the lag-relative finite model.
 
-The model (verification.md §4.4) replaces unbounded counters by what the guards can see:
+The model replaces unbounded counters by what the guards can see:
 
 * `more`: the producer has another use to put; it may become false after any producer
   iteration -- that is "for every trip count N >= 0";

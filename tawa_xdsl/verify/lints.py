@@ -1,4 +1,4 @@
-"""Lints for what the phase model cannot see (verification.md §3.6).
+"""Lints for what the phase model cannot see (README, `tawa-verify`: Lints).
 
 The barrier proof treats a group as one actor; these checks look at the threads behind it, on
 lowered IR (mbarrier level or later), in each warp group's program order:
