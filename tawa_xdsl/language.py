@@ -14,7 +14,8 @@ What a kernel may use, beside Python operators on tiles and scalars:
 * math: `where`, `maximum`, `minimum`, `exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `abs`
   (also as `tl.math.*`); reductions `max`, `min`, `sum`; `dot`
 * loops: `range` (like Python's `range`, with pipelining hints), `static_range` (unrolled)
-* compile time: `constexpr`, `static_assert`
+* compile time: `constexpr`, `static_assert`; the hints `multiple_of` and `max_contiguous`
+  (accepted for Triton compatibility, no effect)
 * element types: `int1`, `int32`, `float16`, `bfloat16`, `float32`, `float8e4nv`, `float8e5`
 * tensor methods: `x.to(dtype)`, `x.T`, `x.shape`, `x.dtype`; descriptor methods
   `desc.load([o0, o1])` and `desc.store([o0, o1], value)`.
