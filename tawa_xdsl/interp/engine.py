@@ -21,6 +21,7 @@ from typing import Any
 from xdsl.dialects import func, scf
 from xdsl.ir import Block, Operation, SSAValue
 
+from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 
 Handler = Callable[..., Any]
@@ -58,12 +59,15 @@ class Return(Exception):
 
 
 def location(op: Operation) -> str:
-    """`'tile.dot' (in @gemm)` -- enough to find the op in a kernel."""
+    """`gemm.mlir:42:5: 'tile.dot' (in @gemm)`: the op's source position when it was parsed
+    from a file (or built by the frontend), its name and its kernel."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, func.FuncOp):
         parent = parent.parent_op()
     where = f" (in @{parent.sym_name.data})" if isinstance(parent, func.FuncOp) else ""
-    return f"'{op.name}'{where}"
+    position = op_location(op)
+    prefix = "" if position == "<unknown>" else f"{position}: "
+    return f"{prefix}'{op.name}'{where}"
 
 
 @dataclass
