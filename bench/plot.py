@@ -1,7 +1,9 @@
-"""Plot bench/gemm.py's JSON: TFLOP/s against K, ours (best config) beside cuBLAS.
+"""Plot a benchmark's JSON: ours beside each peer, with our ratio to the peer on the points.
 
-One panel per dtype (fp8 first): the peer is torch.matmul for f16/bf16 and torch._scaled_mm
-(unit scales, bf16 out) for fp8; each point of ours is labelled with its ratio to the peer.
+* bench/gemm.py: TFLOP/s against K, one panel per dtype (fp8 first); the peer is
+  torch.matmul for f16/bf16 and torch._scaled_mm (unit scales, bf16 out) for fp8.
+* bench/attention.py: TFLOP/s against the sequence length, one panel per (head dim, causal);
+  the peers are SDPA's flash and cuDNN backends and the Triton kernel, ratios to Triton.
 
 python bench/plot.py bench/results/gemm.json bench/results/gemm.png
 """
@@ -21,6 +23,13 @@ def main(argv: list[str]) -> None:
 
     src, dst = Path(argv[0]), Path(argv[1])
     rows = json.loads(src.read_text())["rows"]
+    fig = plot_attention(plt, rows) if "seq" in rows[0] else plot_gemm(plt, rows)
+    fig.tight_layout()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(dst, dpi=120)
+
+
+def plot_gemm(plt, rows: list[dict]):
     order = {"fp8": 0, "bf16": 1, "f16": 2}
     dtypes = sorted({r["dtype"] for r in rows}, key=lambda d: (order.get(d, 9), d))
     fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.2), squeeze=False)
@@ -42,9 +51,37 @@ def main(argv: list[str]) -> None:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
-    fig.tight_layout()
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(dst, dpi=120)
+    return fig
+
+
+ATTENTION_PEERS = (("sdpa_flash", "SDPA flash (FA2)", "s--"), ("sdpa_cudnn", "SDPA cuDNN", "^--"),
+                   ("triton", "Triton", "d--"))  # fmt: skip
+
+
+def plot_attention(plt, rows: list[dict]):
+    panels = sorted({(r["d"], r["causal"]) for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
+    for ax, (dim, causal) in zip(axes[0], panels, strict=True):
+        these = sorted((r for r in rows if (r["d"], r["causal"]) == (dim, causal)),
+                       key=lambda r: r["seq"])  # fmt: skip
+        seqs = [r["seq"] for r in these]
+        ax.plot(seqs, [r["ours"] for r in these], "o-", label="tawa-xdsl")
+        for key, label, style in ATTENTION_PEERS:
+            ax.plot(seqs, [r[key] for r in these], style, label=label)
+        for r in these:
+            ratio = f"{r['ratio_triton']:.2f}x"
+            ax.annotate(ratio, (r["seq"], r["ours"]), textcoords="offset points",
+                        xytext=(0, -14), ha="center", fontsize=8)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(seqs, [str(s) for s in seqs])
+        ax.set_xlabel("sequence length (16K tokens per batch)")
+        ax.set_ylabel("TFLOP/s")
+        mask = "causal" if causal else "full"
+        ax.set_title(f"attention fwd {these[0]['dtype']}, d = {dim}, {mask}")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    return fig
 
 
 if __name__ == "__main__":
