@@ -181,7 +181,9 @@ def stage_proof(module: ModuleOp, case: Case, launch: Launch, state: dict) -> st
     if failed:
         raise AssertionError(failed[0].summary())
     seconds = sum(v.seconds for v in verdicts)
-    return f"{len(verdicts)} ring(s) proved for every trip count ({seconds:.2f} s)"
+    rings = sum(v.method != "composition" for v in verdicts)
+    together = " and together" if rings < len(verdicts) else ""
+    return f"{rings} ring(s) proved alone{together}, for every trip count ({seconds:.2f} s)"
 
 
 def stage_ptx(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
