@@ -155,3 +155,26 @@ def test_fp8_gemm_matches_reference(shape, block_n, options):
     )
     assert unwritten == 0
     assert err < 1e-2, f"relative error {err:.2e}"
+
+
+# Every combination of the warp-specialization options (the st.global epilogue, whose smem
+# fits every ring depth), on one shape that is ragged in M, N and K.
+EVERY_COMBO = [
+    CompileOptions(stages=d, mma_depth=p, consumers=c, persistent=persistent, epilogue="global")
+    for d in range(1, 7)
+    for p in (1, 2, 3)
+    for c in (1, 2)
+    for persistent in (False, True)
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "options",
+    EVERY_COMBO,
+    ids=lambda o: f"D{o.stages}P{o.mma_depth}C{o.consumers}{'p' if o.persistent else ''}",
+)
+def test_every_option_combination(options):
+    err, unwritten = run_gemm(compiled("f16", options), 300, 200, 136, DTYPES["f16"])
+    assert unwritten == 0
+    assert err < 1e-2, f"relative error {err:.2e}"
