@@ -599,13 +599,9 @@ class LoadOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
-class StoreOp(IRDLOperation):
-    """Write a block at element offsets `[o0, o1, ...]` of a descriptor (TMA store).
-
-    Elements outside the global tensor are dropped."""
-
-    name = "tile.store"
+class _DescStoreOp(IRDLOperation):
+    """Write a tile at element offsets `[o0, o1, ...]` of a descriptor; `verify_value` states
+    which tiles the op takes."""
 
     desc = operand_def(DescType)
     offsets = var_operand_def(i32)
@@ -616,8 +612,22 @@ class StoreOp(IRDLOperation):
     def __init__(self, desc: SSAValue, offsets: Sequence[SSAValue], value: SSAValue):
         super().__init__(operands=[desc, offsets, value])
 
+    def verify_value(self, desc_type: DescType) -> None:
+        raise NotImplementedError
+
     def verify_(self) -> None:
-        desc_type = _verify_offsets(self, self.desc, self.offsets)
+        self.verify_value(_verify_offsets(self, self.desc, self.offsets))
+
+
+@irdl_op_definition
+class StoreOp(_DescStoreOp):
+    """Write a block at element offsets `[o0, o1, ...]` of a descriptor (TMA store).
+
+    Elements outside the global tensor are dropped."""
+
+    name = "tile.store"
+
+    def verify_value(self, desc_type: DescType) -> None:
         if self.value.type != desc_type.block_type():
             raise VerifyException(
                 f"'tile.store' to {desc_type} needs a {desc_type.block_type()} value, "
@@ -667,7 +677,7 @@ class ExtractSliceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class StoreSliceOp(IRDLOperation):
+class StoreSliceOp(_DescStoreOp):
     """Write a value smaller than the descriptor's block at element offsets `[o0, ...]` (each
     cooperative consumer warpgroup stores its rows of the output tile).
 
@@ -676,17 +686,7 @@ class StoreSliceOp(IRDLOperation):
 
     name = "tile.store_slice"
 
-    desc = operand_def(DescType)
-    offsets = var_operand_def(i32)
-    value = operand_def(TensorType)
-
-    assembly_format = "$desc `[` $offsets `]` `,` $value attr-dict `:` type($desc) `,` type($value)"
-
-    def __init__(self, desc: SSAValue, offsets: Sequence[SSAValue], value: SSAValue):
-        super().__init__(operands=[desc, offsets, value])
-
-    def verify_(self) -> None:
-        desc_type = _verify_offsets(self, self.desc, self.offsets)
+    def verify_value(self, desc_type: DescType) -> None:
         block, shape = desc_type.get_block_shape(), shape_of(self.value)
         fits = len(block) == len(shape) and all(v <= b for b, v in zip(block, shape, strict=True))
         if element_type_of(self.value) != desc_type.element_type or not fits:
