@@ -48,19 +48,33 @@ def main(argv: list[str] | None = None) -> int:
         "--explicit", action="store_true", help="prove by the explicit search alone (no Z3)"
     )
     args = parser.parse_args(argv)
+    name = "<stdin>" if args.file == "-" else args.file
     try:
         if args.file == "-":
-            text, name = sys.stdin.read(), "<stdin>"
+            text = sys.stdin.read()
         else:
             with open(args.file) as f:
-                text, name = f.read(), args.file
+                text = f.read()
         module = parse_module(make_context(), text, name)
         if args.passes:
             _apply(module, args.passes)
         lints = lint_module(module)
         verdicts = verify_module(module, "explicit" if args.explicit else "certificate")
-    except (TawaError, ExtractionError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"tawa-verify: {name}: error: cannot read: {error.strerror}", file=sys.stderr)
+        return 2
+    except TawaError as error:  # already `file:line:col: error: ...`
+        print(f"tawa-verify: {error}", file=sys.stderr)
+        return 2
+    except ExtractionError as error:
+        print(f"tawa-verify: error: {error}", file=sys.stderr)
+        return 2
+    if not verdicts:
+        print(
+            f"tawa-verify: {name}: error: no rings to verify: give the IR after lower-aref, e.g. "
+            f"tawa-opt K.mlir -p 'tawa-warp-specialize,lower-aref' | tawa-verify -",
+            file=sys.stderr,
+        )
         return 2
     if args.json:
         out = [v.to_json() for v in verdicts]

@@ -151,3 +151,19 @@ def test_compile_pipeline_rejects_a_broken_ring(monkeypatch):
     assert "\n" not in message and "ring a_b_ring can go wrong: DEADLOCK" in message
     opts = backend.CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False)
     assert backend.compile_to_ptx(module, opts).ptx  # the check can be skipped
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("examples/gemm.mlir", "error: no rings to verify: give the IR after lower-aref"),
+        ("examples/no-such.mlir", "examples/no-such.mlir: error: cannot read"),
+    ],
+)
+def test_cli_input_it_cannot_verify_is_one_line(
+    path: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert main([str(root / path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tawa-verify: ") and message in err and err.count("\n") == 1
