@@ -35,14 +35,15 @@ def attn_inner(
     offs_m = off_m + tl.arange(0, BLOCK_M)
     for start_n in tl.range(0, hi, BLOCK_N):
         k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-        qk = tl.dot(q, k.T) * qk_scale
+        qk = tl.dot(q, k.T)
         offs_n = start_n + tl.arange(0, BLOCK_N)
         mask = offs_n[None, :] < seq
         if CAUSAL:
             mask = mask & (offs_n[None, :] <= offs_m[:, None])
         qk = tl.where(mask, qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.exp2(qk - m_ij[:, None])
+        # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_ij[:, None])
         alpha = tl.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])

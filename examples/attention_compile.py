@@ -87,16 +87,19 @@ def compile_attention(
     stages: int = 3,
     registers: tuple[int, int] | None = None,
     pingpong: bool = False,
+    mma_depth: int = 1,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
     too little time to refill (bench/NOTES.md, attention). `registers` overrides the
     setmaxnreg split (`default_registers`); `pingpong` alternates the two consumer
-    warpgroups' MMA issue with named barriers (CompileOptions.pingpong)."""
+    warpgroups' MMA issue with named barriers (CompileOptions.pingpong). MMA depth 1: each
+    iteration waits for its P V (a wgmma in flight across the loop's back edge, under a
+    rescale of O, makes ptxas serialize them all), so V(j) is released in iteration j."""
     bn = block_n or default_block_n(head_dim)
     options = CompileOptions(
         stages=stages,
-        mma_depth=2,
+        mma_depth=mma_depth,
         consumers=2,
         registers=registers or default_registers(head_dim, bn),
     )

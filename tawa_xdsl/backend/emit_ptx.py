@@ -491,6 +491,7 @@ class KernelPrinter:
             nvgpu.WarpgroupIndexOp: self.warpgroup_index,
             nvgpu.ThreadIndexOp: self.thread_index,
             nvgpu.FragmentSplatOp: self.fragment_splat,
+            nvgpu.FragmentUndefOp: self.fragment_undef,
             nvgpu.FragmentBinaryOp: self.fragment_binary,
             nvgpu.FragmentUnaryOp: self.fragment_unary,
             nvgpu.FragmentConvertOp: self.fragment_convert,
@@ -836,6 +837,9 @@ class KernelPrinter:
         src: Reg | str = f32_hex(source) if isinstance(source, float) else self.reg(op.value)
         for r in self.frag(op.result):
             self.b.mov("f32", r, src)
+
+    def fragment_undef(self, op: Operation) -> None:
+        self.frag(op.results[0])  # declared, never written
 
     def fragment_binary(self, op: Operation) -> None:
         assert isinstance(op, nvgpu.FragmentBinaryOp)

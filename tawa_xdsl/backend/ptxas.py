@@ -1,7 +1,8 @@
 """Assemble PTX with `ptxas -arch=sm_90a` and flag the warnings that mean a slow kernel.
 
-DESIGN §7: a PTX that ptxas rejects, or that makes it say it serialized wgmma
-(C7517 / C7519 / C7520) or ignored setmaxnreg (C7508), is a compiler bug.
+DESIGN §7: a PTX that ptxas rejects, or that makes it say it serialized wgmma (any of its
+reasons, C7509-C7520: an accumulator read or written between a wgmma and its wait, a wait
+it cannot match, ...) or ignored setmaxnreg (C7508), is a compiler bug.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORBIDDEN_WARNINGS = ("C7508", "C7517", "C7519", "C7520")
+FORBIDDEN_WARNINGS = ("C7508", "wgmma.mma_async instructions are serialized")
 _REGISTERS = re.compile(r"Used (\d+) registers")
 
 

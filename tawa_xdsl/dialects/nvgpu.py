@@ -1129,6 +1129,24 @@ class FragmentSplatOp(IRDLOperation):
 
 
 @irdl_op_definition
+class FragmentUndefOp(IRDLOperation):
+    """A fragment with unspecified contents: its registers are declared, nothing writes them.
+
+    For a value no one reads, where writing it would cost instructions or, worse, define a
+    wgmma accumulator's registers (ptxas then serializes every wgmma, C7515)."""
+
+    name = "nvgpu.fragment_undef"
+
+    result = result_def(FragmentType)
+
+    assembly_format = "attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, result_type: FragmentType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
 class FragmentBinaryOp(IRDLOperation):
     """Elementwise `lhs <kind> rhs`, register by register (`add.f32`, `sub.f32`, `mul.f32`,
     `div.rn.f32`, `max.f32`, `min.f32`)."""
@@ -1506,6 +1524,7 @@ Nvgpu = Dialect(
         ThreadIndexOp,
         # Fragments
         FragmentSplatOp,
+        FragmentUndefOp,
         FragmentBinaryOp,
         FragmentUnaryOp,
         FragmentConvertOp,

@@ -527,24 +527,8 @@ def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | Non
     return None
 
 
-def _slice_in(block: Block, roots: list[Operation]) -> list[Operation]:
-    """The ops of `block` that `roots` depend on (operands, also of the ops nested in their
-    regions, defined in `block`), in order."""
-    needed: set[Operation] = set()
-    frontier = list(roots)
-    while frontier:
-        op = frontier.pop()
-        for operand in (v for inner in op.walk() for v in inner.operands):
-            owner = operand.owner
-            if isinstance(owner, Operation) and owner.parent_block() is block:
-                if owner not in needed:
-                    needed.add(owner)
-                    frontier.append(owner)
-    return [op for op in block.ops if op in needed]
-
-
 def overlap_mmas(loop: scf.ForOp) -> bool:
-    """Keep QK^T(j+1) and P V(j) in flight under softmax(j) (see the module docstring).
+    """Keep QK^T(j+1) in flight under softmax(j) (see the module docstring).
 
     Applies to a loop body with one lookahead `scf.if` (an SS wgmma, `wait_group 0`, then the
     K slot's release) and one RS wgmma (P V) whose result is loop-carried; anything else is
@@ -558,52 +542,46 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     ahead, wait = found
     pv = rs[0]
     commit = pv.next_op
-    carried = [i for i, v in enumerate(terminator.operands) if v is pv.result]
-    if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or len(carried) != 1:
+    if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or pv.result not in terminator.operands:
         return False
     # A release inside the lookahead needs QK^T(j+1) done there: keep the synchronous form.
-    # (`pipeline.place_attention_releases` puts K(j+1)'s release after P V(j) and V(j-L)'s
-    # after the get of V(j): this lowering keeps the releases where they are, so the
-    # protocol `tawa-verify` proves after `lower-aref` is the one the GPU runs.)
+    # (`pipeline.place_attention_releases` puts K(j+1)'s release after P V(j): this lowering
+    # moves no release, so the protocol `tawa-verify` proves after `lower-aref` is the one the
+    # GPU runs.)
     if any(isinstance(o, nvgpu.MBarrierArriveOp) for o in ahead.true_region.block.walk()):
         return False
-    # 1. No wait in the lookahead; an empty group when it does not issue.
     Rewriter.erase_op(wait)
-    else_block = ahead.false_region.block
-    assert else_block.first_op is not None
-    _before(else_block.first_op, [nvgpu.WgmmaFenceOp(), nvgpu.WgmmaCommitGroupOp()])
-    # 2. P V(j-1) done before the carried accumulator is read (O *= alpha) and before its
-    #    A registers are rewritten (P(j) converted into the registers P V(j-1) reads).
-    acc_in = body.args[carried[0] + 1]
-    touch = [_top_in(use.operation, body) for use in acc_in.uses]
-    a_def = pv.a.owner
-    if isinstance(a_def, Operation) and a_def.parent_block() is not None:
-        touch.append(_top_in(a_def, body))
-    #    ... and before a release lagged by L >= 1 uses (V(j-L), its P V is done then).
-    for release in [op for op in body.ops if _lagged_release(op)]:
-        if body.get_operation_index(release) < body.get_operation_index(commit):
-            deps, head = set(_slice_in(body, [release])), release
-            while head.prev_op in deps:
-                head = head.prev_op
-            touch.append(head)
-    first = min(touch, key=body.get_operation_index) if touch else commit
-    early = nvgpu.WgmmaWaitGroupOp(1)
-    _before(first, [early])
-    # 3. After P V(j) is committed: QK^T(j+1) done (K(j+1)'s release follows); all done when
-    #    an unlagged release of P V(j)'s slot follows too (MMA depth 1).
-    after = []
-    op = commit.next_op
-    while op is not None:
-        after.append(op)
-        op = op.next_op
-    unlagged = any(
-        isinstance(o, nvgpu.MBarrierArriveOp)
-        for top in after
-        if not (isinstance(top, scf.IfOp) and top.cond == ahead.cond)
-        for o in top.walk()
-    )
-    Rewriter.insert_op(nvgpu.WgmmaWaitGroupOp(0 if unlagged else 1), InsertPoint.after(commit))
+    Rewriter.insert_op(nvgpu.WgmmaWaitGroupOp(0), InsertPoint.after(commit))
+    _leave_undefined(ahead, loop)
     return True
+
+
+def _leave_undefined(ahead: scf.IfOp, loop: scf.ForOp) -> None:
+    """The lookahead's else-branch runs in the last iteration only, so the S(j+1) it yields
+    reaches nothing but the loop's result: when that is unused, yield an undefined fragment
+    instead of zeros. ptxas serializes every wgmma of a kernel that writes a wgmma
+    accumulator's registers with other instructions in a branch (C7515)."""
+    else_yield = ahead.false_region.block.last_op
+    loop_yield = loop.body.block.last_op
+    assert isinstance(else_yield, scf.YieldOp) and isinstance(loop_yield, scf.YieldOp)
+    operands = list(else_yield.operands)
+    for k, (result, value) in enumerate(zip(ahead.results, operands, strict=True)):
+        uses = list(result.uses)
+        if not isinstance(value.type, FragmentType) or len(uses) != 1:
+            continue
+        if uses[0].operation is not loop_yield or loop.results[uses[0].index].uses:
+            continue
+        undef = nvgpu.FragmentUndefOp(value.type)
+        Rewriter.insert_op(undef, InsertPoint.before(else_yield))
+        operands[k] = undef.result
+    zeros = [v.owner for v in else_yield.operands if isinstance(v.owner, nvgpu.FragmentSplatOp)]
+    else_yield.operands = operands
+    for splat in zeros:
+        if not splat.result.uses:
+            scalar = splat.value.owner
+            Rewriter.erase_op(splat)
+            if isinstance(scalar, arith.ConstantOp) and not scalar.result.uses:
+                Rewriter.erase_op(scalar)
 
 
 # ---------------------------------------------------------------------- ping-pong
@@ -670,32 +648,3 @@ def ping_pong(loop: scf.ForOp) -> None:
     later = arith.CmpiOp(body.args[0], loop.lb, "ne")
     top = guarded(later.result, _by_warpgroup(wg.result, arrive(other), arrive(mine)))
     Rewriter.insert_op([later, top], InsertPoint.after(ahead))
-
-
-def _lagged_release(op: Operation) -> bool:
-    """`scf.if (held >= L) { arrive empty[(i - L) mod D] }` with a constant L >= 1."""
-    if not isinstance(op, scf.IfOp) or op.false_region.blocks:
-        return False
-    cond = op.cond.owner
-    if not isinstance(cond, arith.CmpiOp) or cond.predicate.value.data not in (5, 9):
-        return False
-    lag = _const(cond.rhs)
-    then = op.true_region.block
-    return (
-        lag is not None
-        and lag >= 1
-        and all(
-            isinstance(o, nvgpu.MBarrierArriveOp | scf.YieldOp) or o.name.startswith("arith.")
-            for o in then.ops
-        )
-        and any(isinstance(o, nvgpu.MBarrierArriveOp) for o in then.ops)
-    )
-
-
-def _top_in(op: Operation, block: Block) -> Operation:
-    top = op
-    while top.parent_block() is not block:
-        parent = top.parent_op()
-        assert parent is not None
-        top = parent
-    return top

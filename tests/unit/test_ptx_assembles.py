@@ -2,7 +2,7 @@
 
 tile IR (examples/gemm.mlir, f16; a bf16 variant) -> tawa-warp-specialize{D, P, consumers,
 persistent} -> lower-aref -> lower-to-nvgpu -> emit-ptx -> `ptxas -arch=sm_90a -v`. A test
-fails when ptxas rejects the PTX or warns that it serialized wgmma (C7517/C7519/C7520) or
+fails when ptxas rejects the PTX or warns that it serialized wgmma (any reason, C7509-C7520) or
 ignored setmaxnreg (C7508), DESIGN §7. Skipped only when ptxas is absent (CI machines have it).
 """
 

@@ -4,7 +4,7 @@
 hand-written `examples/attention*.mlir` -> tawa-warp-specialize (two consumer warpgroups,
 attention pipelining) -> lower-aref -> lower-to-nvgpu -> emit-ptx -> `ptxas -arch=sm_90a -v`,
 for head dim 64 and 128, causal and not, f16 and bf16, and ring depths 2 and 3. A test fails
-when ptxas rejects the PTX, warns that it serialized wgmma (C7517/C7519/C7520) or ignored
+when ptxas rejects the PTX, warns that it serialized wgmma (any reason, C7509-C7520) or ignored
 setmaxnreg (C7508), or spills. Skipped only when ptxas is absent.
 """
 

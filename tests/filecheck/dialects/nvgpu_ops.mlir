@@ -54,12 +54,14 @@ func.func @consumer(%c_desc: !tile.desc<128x128xf32>, %i: i32, %j: i32, %x: f32)
   // CHECK-NEXT: %tid = nvgpu.thread_index : i32
   // CHECK:      %row = arith.muli %wg, %c64 : i32
   // CHECK-NEXT: %zero = nvgpu.fragment_splat %x : f32 -> !nvgpu.fragment<wgmma_acc, 64x128xf32>
+  // CHECK-NEXT: %unset = nvgpu.fragment_undef : !nvgpu.fragment<wgmma_acc, 64x128xf32>
   nvgpu.setmaxnreg increase 232
   %wg = nvgpu.warpgroup_index : i32
   %tid = nvgpu.thread_index : i32
   %c64 = arith.constant 64 : i32
   %row = arith.muli %wg, %c64 : i32
   %zero = nvgpu.fragment_splat %x : f32 -> !nvgpu.fragment<wgmma_acc, 64x128xf32>
+  %unset = nvgpu.fragment_undef : !nvgpu.fragment<wgmma_acc, 64x128xf32>
   // CHECK-NEXT: nvgpu.wgmma_fence
   // CHECK-NEXT: %d0 = nvgpu.wgmma_mma_async %a_smem[%slot, %row], %b_smem[%slot], %zero transpose_b : !nvgpu.smem<3x128x64xf16, swizzle 128>, !nvgpu.smem<3x64x128xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x128xf32>
   // CHECK-NEXT: %d1 = nvgpu.wgmma_mma_async %a_smem[%slot, %row], %bt_smem[%slot], %d0 : !nvgpu.smem<3x128x64xf16, swizzle 128>, !nvgpu.smem<2x128x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x128xf32>

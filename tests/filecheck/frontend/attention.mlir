@@ -20,18 +20,20 @@
 // CHECK-SAME:        iter_args(%[[L:.*]] = %l_i, %[[ACC:.*]] = %acc, %[[M:.*]] = %m_i) -> (tensor<128xf32>, tensor<128x64xf32>, tensor<128xf32>) : i32 {
 // CHECK:           %k = tile.reshape %{{.*}} : tensor<1x64x64xf16> -> tensor<64x64xf16>
 // CHECK-NEXT:      %[[K_T:.*]] = tile.trans %k : tensor<64x64xf16> -> tensor<64x64xf16>
-// CHECK:           %[[S:.*]] = tile.dot %q, %[[K_T]], %{{.*}} : tensor<128x64xf16>, tensor<64x64xf16> -> tensor<128x64xf32>
-// CHECK:           %qk = arith.mulf %[[S]], %{{.*}} : tensor<128x64xf32>
+// CHECK:           %qk = tile.dot %q, %[[K_T]], %{{.*}} : tensor<128x64xf16>, tensor<64x64xf16> -> tensor<128x64xf32>
 // CHECK:           %mask = tile.cmp lt, %{{.*}}, %{{.*}} : tensor<1x64xi32> -> tensor<1x64xi1>
 // CAUSAL:          tile.cmp le, %{{.*}}, %{{.*}} : tensor<128x64xi32> -> tensor<128x64xi1>
 // CAUSAL:          %[[MASK:.*]] = arith.andi %{{.*}}, %{{.*}} : tensor<128x64xi1>
 // CAUSAL:          %[[MASKED:.*]] = tile.where %[[MASK]], %qk, %{{.*}} : tensor<128x64xi1>, tensor<128x64xf32>
 // FULL-NOT:        tile.cmp le
 // FULL:            %[[MASKED:.*]] = tile.where %{{.*}}, %qk, %{{.*}} : tensor<128x64xi1>, tensor<128x64xf32>
-// Online softmax in base 2.
+// Online softmax in base 2, the scale applied to the row max and inside exp2's argument.
 // CHECK-NEXT:      %[[ROW_MAX:.*]] = tile.reduce max %[[MASKED]], 1 : tensor<128x64xf32> -> tensor<128xf32>
-// CHECK-NEXT:      %m_ij = arith.maximumf %[[M]], %[[ROW_MAX]] : tensor<128xf32>
-// CHECK:           %p = math.exp2 %{{.*}} : tensor<128x64xf32>
+// CHECK:           %[[MAX_SCALED:.*]] = arith.mulf %[[ROW_MAX]], %{{.*}} : tensor<128xf32>
+// CHECK-NEXT:      %m_ij = arith.maximumf %[[M]], %[[MAX_SCALED]] : tensor<128xf32>
+// CHECK:           %[[S_SCALED:.*]] = arith.mulf %[[MASKED]], %{{.*}} : tensor<128x64xf32>
+// CHECK:           %[[SHIFTED:.*]] = arith.subf %[[S_SCALED]], %{{.*}} : tensor<128x64xf32>
+// CHECK-NEXT:      %p = math.exp2 %[[SHIFTED]] : tensor<128x64xf32>
 // CHECK-NEXT:      %[[M_DIFF:.*]] = arith.subf %[[M]], %m_ij : tensor<128xf32>
 // CHECK-NEXT:      %alpha = math.exp2 %[[M_DIFF]] : tensor<128xf32>
 // CHECK-NEXT:      %[[L_SCALED:.*]] = arith.mulf %[[L]], %alpha : tensor<128xf32>
