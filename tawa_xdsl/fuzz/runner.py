@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -173,8 +174,10 @@ def fuzz(
     out: Path | str = "fuzz-out",
     gpu: bool = False,
     max_examples: int = 200,
+    progress: Callable[[Summary], None] | None = None,
 ) -> Summary:
-    """Run rounds until `minutes` have passed (at least one round)."""
+    """Run rounds until `minutes` have passed (at least one round); `progress` is called
+    after each round (a long run leaves a trace even if it is killed)."""
     start = time.monotonic()
     deadline = start + minutes * 60
     summary = Summary(mode="gpu" if gpu else "cpu", seed=seed)
@@ -182,5 +185,7 @@ def fuzz(
     while round_index == 0 or time.monotonic() < deadline:
         run_round(summary, seed * 1_000_003 + round_index, Path(out), gpu, max_examples, deadline)
         round_index += 1
-    summary.seconds = time.monotonic() - start
+        summary.seconds = time.monotonic() - start
+        if progress is not None:
+            progress(summary)
     return summary

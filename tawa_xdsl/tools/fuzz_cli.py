@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tawa_xdsl.fuzz.runner import Summary
 
 
 class FuzzUsageError(Exception):
@@ -36,9 +39,21 @@ def run_fuzz(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    summary = fuzz(args.minutes, args.seed, args.out, gpu=args.gpu, max_examples=args.examples)
+    summary = fuzz(
+        args.minutes, args.seed, args.out, gpu=args.gpu, max_examples=args.examples,
+        progress=print_progress,
+    )  # fmt: skip
     print(summary.render())
     return 1 if summary.failures else 0
+
+
+def print_progress(summary: Summary) -> None:
+    print(
+        f"tawa fuzz: round {summary.rounds}: {summary.cases} programs, {summary.seconds:.0f} s, "
+        f"{len(summary.failures)} failures",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def run_repro(args: argparse.Namespace) -> int:

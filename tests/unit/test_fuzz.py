@@ -145,10 +145,13 @@ def test_tawa_fuzz_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     rc = tawa_main(
         ["fuzz", "--minutes", "0.02", "--seed", "5", "--out", str(tmp_path), "--examples", "3"]
     )
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert rc == 0, out
     assert "tawa fuzz (cpu, seed 5)" in out and "programs tried" in out
     assert "options covered" in out and "failures: none" in out
+    # one progress line per round on stderr, so a killed run still leaves a trace
+    assert "tawa fuzz: round 1: " in captured.err, captured.err
 
 
 def test_tawa_fuzz_gpu_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
