@@ -208,11 +208,13 @@ def prove(text: str, options: Options) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _gpu_kernel(text: str, options: Options) -> Any:
-    """`compile_to_ptx` of the program, or the reason the backend refuses it (a string)."""
+    """`compile_to_ptx` of the program, or the reason the backend refuses it (a string).
+    A failed barrier-protocol proof is a bug, not a refusal: it propagates."""
     from xdsl.utils.exceptions import DiagnosticException
 
     from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.diagnostics import TawaError
+    from tawa_xdsl.verify.check import ProtocolError
 
     compile_options = CompileOptions(
         stages=options.stages,
@@ -222,6 +224,8 @@ def _gpu_kernel(text: str, options: Options) -> Any:
     )
     try:
         return compile_to_ptx(_parse(text), compile_options)
+    except ProtocolError:
+        raise
     except (DiagnosticException, TawaError, NotImplementedError, ValueError) as error:
         return f"the GPU backend refuses it: {str(error).splitlines()[0][:100]}"
 
