@@ -19,7 +19,8 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    `tile.splat` -> `nvgpu.fragment_splat`, `tile.dot` on smem slots -> `nvgpu.wgmma_fence`,
    `nvgpu.wgmma_mma_async` (A may be a row slice from `tile.extract_slice`, B an NxK slot read
    through `tile.trans`), `nvgpu.wgmma_commit_group`, `tile.convert` ->
-   `nvgpu.fragment_convert`, `tile.store`/`tile.store_slice` -> `nvgpu.fragment_store_global`
+   `nvgpu.fragment_convert`, `arith` on float tiles (epilogues) -> `nvgpu.fragment_binary`,
+   `tile.store`/`tile.store_slice` -> `nvgpu.fragment_store_global`
    (st.global, clipped to the tensor). Loop-carried tiles become loop-carried fragments.
 4. **MMA depth.** After a loop body's wgmmas are committed, `nvgpu.wgmma_wait_group P-1`
    where P-1 is the smallest lag of the slot releases in that body: an arrive on slot
@@ -59,7 +60,10 @@ from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
 from tawa_xdsl.dialects.tile import DescType
-from tawa_xdsl.transforms.lower_to_nvgpu_attention import lower_attention_consumers
+from tawa_xdsl.transforms.lower_to_nvgpu_attention import (
+    FLOAT_BINARY,
+    lower_attention_consumers,
+)
 
 WARPGROUP_THREADS = 128
 
@@ -321,6 +325,10 @@ class ConsumerLowering:
                 ty = op.result.type
                 assert isinstance(ty, TensorType)
                 Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], fragment_type(ty)))
+            case _ if type(op) in FLOAT_BINARY and _is_tile(op.results[0]):
+                # epilogue arithmetic (scale, bias, relu): register by register
+                kind = FLOAT_BINARY[type(op)]
+                Rewriter.replace_op(op, nvgpu.FragmentBinaryOp(kind, *op.operands))
             case tile.StoreOp() | tile.StoreSliceOp() if (
                 self.epilogue is not None and self.epilogue.accepts(op)
             ):
