@@ -21,7 +21,7 @@ when the kernel's TMA copies land in 128B-swizzled slots (`tensor_maps`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects import func
@@ -232,34 +232,13 @@ def compile_to_ptx(
     on_stage: Callable[[str, str], None] | None = None,
 ) -> CompiledKernel:
     """Compile a tile-level module holding one kernel; the input module is not modified."""
-    from tawa_xdsl.transforms.lower_aref import LowerArefPass
-    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
-    from tawa_xdsl.transforms.warp_specialize import warp_specialize
-
     opts = options or CompileOptions()
     ir: dict[str, str] = {"tile": str(module)}
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if len(kernels) != 1:
         raise ValueError(f"compile_to_ptx needs a module with one kernel, got {len(kernels)}")
     arg_count = len(kernels[0].body.block.args)
-    ws = warp_specialize(
-        module,
-        stages=opts.stages,
-        mma_depth=opts.mma_depth,
-        consumers=opts.consumers,
-        persistent=opts.persistent,
-    )
-    if opts.registers is not None:
-        set_registers(ws, *opts.registers)
-    ir["aref"] = str(ws)
-    _run([LowerArefPass()], ws)
-    ir["mbarrier"] = str(ws)
-    if opts.verify:
-        from tawa_xdsl.verify.check import check_module
-
-        check_module(ws)  # raises a one-line ProtocolError when a ring can go wrong
-    _run([LowerToNvgpuPass(epilogue=opts.epilogue, pingpong=opts.pingpong)], ws)
-    ir["nvgpu"] = str(ws)
+    ws = lower_to_nvgpu_level(module, opts, ir)
     ptx = emit_ptx(ws)
     ir["ptx"] = ptx
     if on_stage is not None:
@@ -285,6 +264,45 @@ def compile_to_ptx(
         arg_count=arg_count,
         ir=ir,
     )
+
+
+def lower_to_nvgpu_level(
+    module: ModuleOp, opts: CompileOptions, ir: dict[str, str] | None = None
+) -> ModuleOp:
+    """The pipeline of `compile_to_ptx` up to the nvgpu level (a new module); the IR of each
+    stage ("aref", "mbarrier", "nvgpu") goes into `ir` when given."""
+    from tawa_xdsl.transforms.lower_aref import LowerArefPass
+    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+    from tawa_xdsl.transforms.warp_specialize import warp_specialize
+
+    stages = ir if ir is not None else {}
+    ws = warp_specialize(
+        module,
+        stages=opts.stages,
+        mma_depth=opts.mma_depth,
+        consumers=opts.consumers,
+        persistent=opts.persistent,
+    )
+    if opts.registers is not None:
+        set_registers(ws, *opts.registers)
+    stages["aref"] = str(ws)
+    _run([LowerArefPass()], ws)
+    stages["mbarrier"] = str(ws)
+    if opts.verify:
+        from tawa_xdsl.verify.check import check_module
+
+        check_module(ws)  # raises a one-line ProtocolError when a ring can go wrong
+    _run([LowerToNvgpuPass(epilogue=opts.epilogue, pingpong=opts.pingpong)], ws)
+    stages["nvgpu"] = str(ws)
+    return ws
+
+
+def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:
+    """The dynamic shared memory (bytes) `compile_to_ptx(module, options)` gives the kernel,
+    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only."""
+    ws = lower_to_nvgpu_level(module, replace(options, verify=False))
+    kernel = next(op for op in ws.ops if isinstance(op, func.FuncOp))
+    return SmemPlan.of(kernel).bytes
 
 
 def options_from_launch(options: dict[str, Any]) -> CompileOptions:

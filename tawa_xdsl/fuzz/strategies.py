@@ -17,13 +17,15 @@ What they draw, all within what the compiler supports:
 * values (`programs.VALUE_CLASSES`): normal, tiny, large magnitudes, and negative zeros;
   f32 scalars of any sign, big and small;
 * options (`options`): D 1..6, P 1..3, cooperative consumers (when BLOCK_M is 128),
-  persistent on 1..3 SMs, attention pipelining on/off;
+  persistent on 1..3 SMs, attention pipelining on/off; for the GPU, D only up to what fits
+  an sm_90 block's shared memory (`fitting_stages`);
 * schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
   choice lists (shrinkable).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -105,7 +107,10 @@ def shapes(draw: st.DrawFn, program: Program, gpu: bool = False) -> dict[str, in
 
 
 def options(program: Program, gpu: bool = False) -> st.SearchStrategy[Options]:
-    """Warp-specialization options valid for `program` (cooperative needs 128 rows)."""
+    """Warp-specialization options valid for `program` (cooperative needs 128 rows); for the
+    GPU, only ring depths whose kernel fits an sm_90 block's shared memory (`gpu_options`)."""
+    if gpu:
+        return gpu_options(program)
     cooperative = program.block_m >= 128
     return st.builds(
         Options,
@@ -113,9 +118,60 @@ def options(program: Program, gpu: bool = False) -> st.SearchStrategy[Options]:
         mma_depth=st.integers(1, 3),
         consumers=st.sampled_from([1, 2] if cooperative else [1]),
         persistent=st.booleans(),
-        attention=st.just(True) if gpu else st.booleans(),
+        attention=st.booleans(),
         sms=st.integers(1, 3),
     )
+
+
+MAX_STAGES = 6
+
+
+@st.composite
+def gpu_options(draw: st.DrawFn, program: Program) -> Options:
+    """Options as `options`, with D drawn among the depths the backend does not refuse for
+    shared memory (deep rings of big attention blocks cannot fit 227 KB)."""
+    cooperative = program.block_m >= 128
+    mma_depth = draw(st.integers(1, 3))
+    consumers = draw(st.sampled_from([1, 2] if cooperative else [1]))
+    persistent = draw(st.booleans())
+    depths = fitting_stages(program, mma_depth, consumers, persistent)
+    return Options(
+        stages=draw(st.sampled_from(depths)),
+        mma_depth=mma_depth,
+        consumers=consumers,
+        persistent=persistent,
+        attention=True,
+        sms=draw(st.integers(1, 3)),
+    )
+
+
+@cache
+def fitting_stages(
+    program: Program, mma_depth: int, consumers: int, persistent: bool
+) -> tuple[int, ...]:
+    """The ring depths 1..MAX_STAGES whose kernel fits an sm_90 block's shared memory, as
+    `compile_to_ptx` measures it (`backend.compile.shared_memory_need`; the need grows with
+    the depth, so the deepest is tried first)."""
+    from tawa_xdsl.backend.compile import (
+        SM90_MAX_SMEM_BYTES,
+        CompileOptions,
+        shared_memory_need,
+    )
+    from tawa_xdsl.diagnostics import parse_module
+    from tawa_xdsl.dialects import make_context
+
+    module = parse_module(make_context(), program.tile_ir(), "fuzz.mlir")
+
+    def fits(stages: int) -> bool:
+        opts = CompileOptions(stages, mma_depth, consumers, persistent)
+        return shared_memory_need(module, opts) <= SM90_MAX_SMEM_BYTES
+
+    if fits(MAX_STAGES):
+        return tuple(range(1, MAX_STAGES + 1))
+    depths = [1]  # a 1-deep ring is the least a kernel can have: never refused
+    while depths[-1] + 1 < MAX_STAGES and fits(depths[-1] + 1):
+        depths.append(depths[-1] + 1)
+    return tuple(depths)
 
 
 def schedules() -> st.SearchStrategy[Schedule]:

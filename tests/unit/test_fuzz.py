@@ -176,13 +176,18 @@ def test_tawa_repro_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_gpu_mode_compiles_or_says_why() -> None:
     """GPU cases compile to PTX (launched only on a GPU: tests/gpu/test_fuzz_gpu.py);
-    programs the backend does not lower yet are skipped with the reason."""
+    programs the backend refuses (here: rings too deep for shared memory) are skipped with
+    the reason."""
     from tawa_xdsl.fuzz.check import _gpu_kernel
 
     plain = _gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
     assert not isinstance(plain, str) and ".target sm_90a" in plain.ptx
-    refused = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
+    epilogue = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
+    assert not isinstance(epilogue, str), epilogue
+    too_deep = AttentionProgram("f16", 128, 128).tile_ir()
+    refused = _gpu_kernel(too_deep, Options(6, 1, 1, persistent=True))
     assert isinstance(refused, str) and "GPU backend refuses" in refused
+    assert "bytes of shared memory" in refused
 
 
 def test_gpu_mode_a_failed_proof_is_a_failure_not_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
