@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from tawa_xdsl.backend.emit_attention import attention_handlers
+from tawa_xdsl.backend.emit_epilogue import epilogue_handlers
 from tawa_xdsl.backend.layout import WGMMA_ROW
 from tawa_xdsl.backend.ptx import (
     KernelText,
@@ -506,6 +507,7 @@ class KernelPrinter:
         for cls in FLOAT_BINARY:
             table[cls] = self.float_binary
         table.update(attention_handlers(self, dict(table)))  # slabs, RS wgmma, masks, rank 3
+        table.update(epilogue_handlers(self))  # selects, bias columns
         return table
 
     # ------------------------------------------------------------- arith, scf
@@ -856,22 +858,36 @@ class KernelPrinter:
         for d, x in zip(self.frag(op.result), self.frag(op.source), strict=True):
             if op.kind.data == nvgpu.UnaryKind.EXP2:
                 self.b.ex2_approx_ftz_f32(d, x)
+            elif op.kind.data == nvgpu.UnaryKind.LOG2:
+                self.b.lg2_approx_ftz_f32(d, x)
             else:
                 self.b.emit(f"neg.f32 {d}, {x}")
 
     def fragment_convert(self, op: Operation) -> None:
-        """f32 -> f16/bf16 pairs: register k packs values 2k (low) and 2k + 1 (high)."""
+        """f32 -> f16/bf16 pairs: register k packs values 2k (low) and 2k + 1 (high);
+        f16/bf16 -> f32 unpacks them again (exact)."""
         assert isinstance(op, nvgpu.FragmentConvertOp)
         src_ty, dst_ty = _frag(op.source), _frag(op.result)
         src, dst = self.frag(op.source), self.frag(op.result)
         if src_ty.element_type == dst_ty.element_type:
             self.copy(dst, src)
             return
+        if _packed(src_ty) and isinstance(dst_ty.element_type, Float32Type):
+            self._unpack_halves(_half_name(src_ty.element_type), dst, src)
+            return
         if not isinstance(src_ty.element_type, Float32Type) or not _packed(dst_ty):
-            raise _fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 -> f16/bf16)")
+            raise _fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16 only)")
         half = _half_name(dst_ty.element_type)
         for k, d in enumerate(dst):
             self.b.cvt_rn_x2_f32(half, d, src[2 * k + 1], src[2 * k])
+
+    def _unpack_halves(self, half: str, dst: list[Reg], src: list[Reg]) -> None:
+        """dst[2k], dst[2k + 1] = the low and high half of src[k], widened to f32."""
+        for k, packed in enumerate(src):
+            lo, hi = self.b.new("b16"), self.b.new("b16")
+            self.b.emit(f"mov.b32 {{{lo}, {hi}}}, {packed}")
+            self.b.cvt("f32", half, dst[2 * k], lo)
+            self.b.cvt("f32", half, dst[2 * k + 1], hi)
 
     def fragment_row_reduce(self, op: Operation) -> None:
         assert isinstance(op, nvgpu.FragmentRowReduceOp)
@@ -921,26 +937,18 @@ class KernelPrinter:
         assert isinstance(op, nvgpu.FragmentStoreGlobalOp)
         ty, desc = _frag(op.value), op.desc.type
         assert isinstance(desc, DescType)
-        if ty.kind != FragmentLayout.WGMMA_ACC:
-            raise _fail(op, f"needs a wgmma_acc fragment, got {ty}")
+        if ty.kind not in (FragmentLayout.WGMMA_ACC, FragmentLayout.WGMMA_ROW):
+            raise _fail(op, f"needs a wgmma_acc or wgmma_row fragment, got {ty}")
         if not isinstance(op.desc, BlockArgument) or op.desc.owner is not self.kernel.body.block:
             raise _fail(op, "needs a descriptor that is a kernel argument")
+        if ty.kind == FragmentLayout.WGMMA_ROW:
+            self._store_rows(op, ty)
+            return
         b, name, lead = self.b, _arg_name(op.desc), desc.rank - 2
         eb = nvgpu.element_bytes(ty.element_type)
         rows, cols = ty.get_shape()
         b.comment(f"store the {rows}x{cols} fragment to %{name}, clipped to its extent")
-        dim0, dim1, stride, ptr = b.new("b32"), b.new("b32"), b.new("b32"), b.new("b64")
-        b.emit(f"ld.param.u32 {dim0}, [{name}_dim{lead}]")
-        b.emit(f"ld.param.u32 {dim1}, [{name}_dim{lead + 1}]")
-        b.emit(f"ld.param.u32 {stride}, [{name}_stride{lead}]")
-        b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
-        b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
-        for d in range(lead):  # ptr += offset_d * stride_d * eb
-            lead_stride, wide = b.new("b32"), b.new("b64")
-            b.emit(f"ld.param.u32 {lead_stride}, [{name}_stride{d}]")
-            b.emit(f"mul.lo.s32 {lead_stride}, {lead_stride}, {self.operand(op.offsets[d])}")
-            b.emit(f"mul.wide.s32 {wide}, {lead_stride}, {eb}")
-            b.binary("add.s64", ptr, ptr, wide)
+        dim0, dim1, stride, ptr = self._plane(op, eb)
         row, col = self._lane_coords()
         b.binary("add.s32", row, row, self.operand(op.offsets[lead]))
         b.binary("add.s32", col, col, self.operand(op.offsets[lead + 1]))
@@ -970,6 +978,55 @@ class KernelPrinter:
                     ok = b.new("pred")
                     b.binary("and.pred", ok, row_ok, col_ok[j])
                     b.st_global(ptx_ty, addr, pair, offset=8 * j * eb, pred=str(ok))
+
+    def _plane(self, op: nvgpu.FragmentStoreGlobalOp, eb: int) -> tuple[Reg, Reg, Reg, Reg]:
+        """(rows, columns, row stride, base pointer) of the 2-D plane of the descriptor's
+        tensor that the leading offsets select (the pointer moves by offset_d * stride_d)."""
+        b, name, lead = self.b, _arg_name(op.desc), len(op.offsets) - 2  # type: ignore[arg-type]
+        dim0, dim1, stride, ptr = b.new("b32"), b.new("b32"), b.new("b32"), b.new("b64")
+        b.emit(f"ld.param.u32 {dim0}, [{name}_dim{lead}]")
+        b.emit(f"ld.param.u32 {dim1}, [{name}_dim{lead + 1}]")
+        b.emit(f"ld.param.u32 {stride}, [{name}_stride{lead}]")
+        b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
+        b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
+        for d in range(lead):  # ptr += offset_d * stride_d * eb
+            lead_stride, wide = b.new("b32"), b.new("b64")
+            b.emit(f"ld.param.u32 {lead_stride}, [{name}_stride{d}]")
+            b.emit(f"mul.lo.s32 {lead_stride}, {lead_stride}, {self.operand(op.offsets[d])}")
+            b.emit(f"mul.wide.s32 {wide}, {lead_stride}, {eb}")
+            b.binary("add.s64", ptr, ptr, wide)
+        return dim0, dim1, stride, ptr
+
+    def _store_rows(self, op: nvgpu.FragmentStoreGlobalOp, ty: FragmentType) -> None:
+        """A row vector along the plane's row `offsets[-2]`, value of query row i at column
+        `offsets[-1] + i`; the four lanes of a quad hold the same rows, the first stores."""
+        b, eb = self.b, nvgpu.element_bytes(ty.element_type)
+        if eb != 4:
+            raise _fail(op, f"of a {ty.element_type} row vector is not supported (store f32)")
+        b.comment(f"store the {ty.get_shape()[0]}-row vector to %{_arg_name(op.desc)}")
+        dim0, dim1, stride, ptr = self._plane(op, eb)
+        row, col = self._lane_coords()
+        plane_row = self.operand(op.offsets[-2])
+        lead_ok, first_lane = b.new("pred"), b.new("pred")
+        b.setp("lt", "s32", lead_ok, plane_row, dim0)
+        b.setp("eq", "s32", first_lane, col, 0)
+        b.binary("and.pred", lead_ok, lead_ok, first_lane)
+        base = b.new("b32")
+        b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {self.operand(op.offsets[-1])}")
+        for value, reg in enumerate(self.frag(op.value)):
+            block, half = divmod(value, 2)
+            target = b.new("b32")
+            b.binary("add.s32", target, row, self.operand(op.offsets[-1]))
+            b.binary("add.s32", target, target, 64 * block + 8 * half)
+            ok = b.new("pred")
+            b.setp("lt", "s32", ok, target, dim1)
+            b.binary("and.pred", ok, ok, lead_ok)
+            lin, addr = b.new("b32"), b.new("b64")
+            b.binary("add.s32", lin, base, row)
+            b.binary("add.s32", lin, lin, 64 * block + 8 * half)
+            b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
+            b.binary("add.s64", addr, addr, ptr)
+            b.st_global("f32", addr, [reg], pred=str(ok))
 
     def _minus(self, reg: Reg, amount: int) -> Reg:
         out = self.b.new("b32")

@@ -280,6 +280,9 @@ class PtxBuilder:
     def ex2_approx_ftz_f32(self, dst: Reg, src: Operand) -> None:
         self.emit(f"ex2.approx.ftz.f32 {dst}, {src}")
 
+    def lg2_approx_ftz_f32(self, dst: Reg, src: Operand) -> None:
+        self.emit(f"lg2.approx.ftz.f32 {dst}, {src}")
+
 
 @dataclass
 class KernelText:

@@ -66,6 +66,7 @@ from xdsl.utils.str_enum import StrEnum
 from tawa_xdsl.dialects.tile import (
     FLOAT_TYPES,
     MMA_INPUT_TYPES,
+    ComparePredicateAttr,
     DescType,
     ReduceKind,
     ReduceKindAttr,
@@ -365,12 +366,14 @@ class BinaryKindAttr(EnumAttribute[BinaryKind], SpacedOpaqueSyntaxAttribute):
 
 class UnaryKind(StrEnum):
     EXP2 = auto()
+    LOG2 = auto()
     NEG = auto()
 
 
 @irdl_attr_definition
 class UnaryKindAttr(EnumAttribute[UnaryKind], SpacedOpaqueSyntaxAttribute):
-    """The function of `nvgpu.fragment_unary`: `exp2` (ex2.approx) or `neg`."""
+    """The function of `nvgpu.fragment_unary`: `exp2` (ex2.approx), `log2` (lg2.approx) or
+    `neg`."""
 
     name = "nvgpu.unary_kind"
 
@@ -1170,7 +1173,8 @@ class FragmentBinaryOp(IRDLOperation):
 
 @irdl_op_definition
 class FragmentUnaryOp(IRDLOperation):
-    """Elementwise `exp2` (`ex2.approx.ftz.f32`) or `neg` (`neg.f32`), register by register."""
+    """Elementwise `exp2` (`ex2.approx.ftz.f32`), `log2` (`lg2.approx.ftz.f32`) or `neg`
+    (`neg.f32`), register by register."""
 
     name = "nvgpu.fragment_unary"
 
@@ -1189,9 +1193,10 @@ class FragmentUnaryOp(IRDLOperation):
 
     def verify_(self) -> None:
         et = _fragment_type(self.source).element_type
-        if self.kind.data == UnaryKind.EXP2 and not isinstance(et, Float32Type):
+        kind = self.kind.data
+        if kind in (UnaryKind.EXP2, UnaryKind.LOG2) and not isinstance(et, Float32Type):
             raise VerifyException(
-                f"'nvgpu.fragment_unary' exp2 needs f32 elements (ex2.approx.f32), got {et}"
+                f"'nvgpu.fragment_unary' {kind} needs f32 elements (.approx.f32), got {et}"
             )
 
 
@@ -1383,8 +1388,11 @@ class FragmentStoreOp(IRDLOperation):
 
 @irdl_op_definition
 class FragmentStoreGlobalOp(IRDLOperation):
-    """Write an accumulator fragment to global memory at element offsets `[row, col]` of the
-    descriptor's tensor (`st.global`, one per register pair), dropping elements outside it."""
+    """Write a fragment to global memory at element offsets `[..., row, col]` of the
+    descriptor's tensor, dropping elements outside it: an accumulator one `st.global` per
+    register pair; a row vector (`wgmma_row`, one value per query row, e.g. a log-sum-exp)
+    along the last dim, row i at `col + i` of plane row `row`, by the first thread of each
+    quad."""
 
     name = "nvgpu.fragment_store_global"
 
@@ -1400,9 +1408,9 @@ class FragmentStoreGlobalOp(IRDLOperation):
     def verify_(self) -> None:
         frag, desc = _fragment_type(self.value), self.desc.type
         assert isinstance(desc, DescType)
-        if frag.kind != FragmentLayout.WGMMA_ACC:
+        if frag.kind == FragmentLayout.WGMMA_OPERAND_A:
             raise VerifyException(
-                f"'nvgpu.fragment_store_global' needs a wgmma_acc fragment, got {frag}"
+                f"'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got {frag}"
             )
         if desc.rank < 2 or any(d != 1 for d in desc.get_block_shape()[:-2]):
             raise VerifyException(
@@ -1489,6 +1497,84 @@ class FragmentMaskOp(IRDLOperation):
             raise VerifyException("'nvgpu.fragment_mask' needs at least one condition")
 
 
+@irdl_op_definition
+class FragmentSelectOp(IRDLOperation):
+    """Elementwise `(lhs <predicate> rhs) ? on_true : on_false` over f32 fragments of one
+    layout (`setp.<predicate>.f32`, `selp.f32`). As numpy's comparisons (`tile.cmp`), every
+    predicate is false when an operand is NaN, except `ne`, which is true."""
+
+    name = "nvgpu.fragment_select"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    predicate = prop_def(ComparePredicateAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    on_true = operand_def(T)
+    on_false = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = (
+        "$predicate $lhs `,` $rhs `,` $on_true `,` $on_false attr-dict `:` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        predicate: ComparePredicateAttr,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        on_true: SSAValue,
+        on_false: SSAValue,
+    ):
+        super().__init__(
+            operands=[lhs, rhs, on_true, on_false],
+            properties={"predicate": predicate},
+            result_types=[lhs.type],
+        )
+
+    def verify_(self) -> None:
+        ty = _fragment_type(self.result)
+        if not isinstance(ty.element_type, Float32Type):
+            raise VerifyException(f"'nvgpu.fragment_select' needs f32 fragments, got {ty}")
+
+
+@irdl_op_definition
+class FragmentLoadColumnsOp(IRDLOperation):
+    """An f32 accumulator fragment whose element (r, c) is element c of the vector in smem
+    slot `slot` of `buf`, for every row r (a per-column vector such as a GEMM bias, broadcast
+    over the rows): `ld.shared` of each column pair the thread owns, widened to f32.
+
+    The slot is one row (rank 1) of the fragment's columns; one row is never swizzled."""
+
+    name = "nvgpu.fragment_load_columns"
+
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    result = result_def(FragmentType)
+
+    assembly_format = "$buf `[` $slot `]` attr-dict `:` type($buf) `->` type($result)"
+
+    def __init__(self, buf: SSAValue, slot: SSAValue, result_type: FragmentType):
+        super().__init__(operands=[buf, slot], result_types=[result_type])
+
+    def verify_(self) -> None:
+        buf, frag = _smem_type(self.buf), _fragment_type(self.result)
+        if frag.kind != FragmentLayout.WGMMA_ACC or not isinstance(frag.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' makes an f32 wgmma_acc fragment, got {frag}"
+            )
+        if buf.slot_shape != (frag.get_shape()[1],):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' needs a slot of one row of "
+                f"{frag.get_shape()[1]} elements, got {format_shape(buf.slot_shape)}"
+            )
+        if isinstance(buf.element_type, FP8_TYPES):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' reads f16, bf16 or f32, got {buf.element_type}"
+            )
+        _verify_slot(self, self.slot, buf.slot_count, "buffer")
+
+
 Nvgpu = Dialect(
     "nvgpu",
     [
@@ -1534,6 +1620,8 @@ Nvgpu = Dialect(
         FragmentStoreOp,
         FragmentStoreGlobalOp,
         FragmentMaskOp,
+        FragmentSelectOp,
+        FragmentLoadColumnsOp,
     ],
     [
         MBarrierType,

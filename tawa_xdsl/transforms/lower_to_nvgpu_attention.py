@@ -28,7 +28,8 @@ One consumer warpgroup owns 64 query rows (after `pipeline`'s cooperative split)
   the dot a `nvgpu.wgmma_mma_async_rs` with V read N-major (`transpose_b`).
 * **Epilogue.** `tile.reshape` of a fragment is the fragment; stores become
   `nvgpu.fragment_store_global` (st.global, clipped to the tensor; any rank whose leading
-  block dims are 1).
+  block dims are 1), of the output accumulator and of row vectors (the log-sum-exp, a
+  `[1, rows]` reshape of one, `math.log2` -> `fragment_unary log2`).
 * **MMA overlap** (`overlap_mmas`, in a loop that `pipeline` gave a lookahead QK^T): the
   groups of one iteration j are committed in the order QK^T(j+1), P V(j), so with
   `wgmma_wait_group 1` at two points both MMAs run under the softmax of j:
@@ -236,6 +237,9 @@ class AttentionLowering:
     indices: dict[SSAValue, Index] = field(default_factory=dict)
     conditions: dict[SSAValue, list[Condition]] = field(default_factory=dict)
     row_columns: dict[SSAValue, SSAValue] = field(default_factory=dict)  # [rows, 1] of a row vec
+    # 1-D slot reads spread over rows (a GEMM bias): the fragment_load_columns they become
+    columns: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    float_compares: dict[SSAValue, tile.CmpOp] = field(default_factory=dict)  # f32 tile.cmp
     dead: list[Operation] = field(default_factory=list)
 
     def block(self, block: Block) -> None:
@@ -297,6 +301,8 @@ class AttentionLowering:
                 self.reduce(op)
             case math.Exp2Op() if _is_tile(op.result):
                 Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(nvgpu.UnaryKind.EXP2, op.operand))
+            case math.Log2Op() if _is_tile(op.result):
+                Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(nvgpu.UnaryKind.LOG2, op.operand))
             case _ if type(op) in FLOAT_BINARY and _is_tile(op.results[0]):
                 lhs, rhs = op.operands
                 Rewriter.replace_op(op, nvgpu.FragmentBinaryOp(FLOAT_BINARY[type(op)], lhs, rhs))
@@ -380,6 +386,8 @@ class AttentionLowering:
         return acc
 
     def convert(self, op: tile.ConvertOp) -> None:
+        if op.source in self.views:
+            return self.load_columns(op)
         ty = op.result.type
         assert isinstance(ty, TensorType)
         feeds_a = any(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses)
@@ -392,6 +400,28 @@ class AttentionLowering:
         else:
             result = fragment_of(ty)
         Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], result))
+
+    def load_columns(self, op: tile.ConvertOp) -> None:
+        """`convert` of a 1-D slot read that `expand_dims` (axis 0) and `broadcast` spread over
+        the rows (a GEMM bias): one `fragment_load_columns` here, where the slot is held."""
+        spread = [u.operation for u in op.result.uses]
+        if not all(isinstance(e, tile.ExpandDimsOp) and e.axis.value.data == 0 for e in spread):
+            raise _fail(op, "of a slot read needs a 1-D vector spread over rows (expand_dims 0)")
+        shapes = {
+            b.result.type
+            for e in spread
+            for b in (u.operation for u in e.results[0].uses)
+            if isinstance(b, tile.BroadcastOp)
+        }
+        ty = op.result.type
+        if len(shapes) != 1 or not isinstance(ty, TensorType) or ty.element_type != Float32Type():
+            raise _fail(op, "of a slot read needs one f32 broadcast over rows")
+        (shape,) = shapes
+        view = self.views[op.source]
+        load = nvgpu.FragmentLoadColumnsOp(view.buf, view.slot, fragment_of(shape))  # type: ignore[arg-type]
+        _before(op, [load])
+        self.columns[op.result] = load.result
+        self.symbolic(op)
 
     # ------------------------------------------------------------------ row vectors
 
@@ -423,6 +453,9 @@ class AttentionLowering:
         elif isinstance(op.source.type, FragmentType) and axis == 1:
             self.row_columns[op.result] = op.source
             self.symbolic(op)
+        elif op.source in self.columns and axis == 0:
+            self.columns[op.result] = self.columns[op.source]
+            self.symbolic(op)
         else:
             raise _fail(op, "must turn a row vector into a column (axis 1) or place an index")
 
@@ -431,6 +464,9 @@ class AttentionLowering:
             self.indices[op.result] = self.indices[op.source]
         elif op.source in self.conditions:
             self.conditions[op.result] = self.conditions[op.source]
+        elif op.source in self.columns:
+            Rewriter.replace_op(op, [], [self.columns[op.source]])
+            return
         elif op.source in self.row_columns:
             ty = op.result.type
             assert isinstance(ty, TensorType)
@@ -454,7 +490,12 @@ class AttentionLowering:
         return self.conditions[value]
 
     def compare(self, op: tile.CmpOp) -> None:
-        """a < b: a - b < 0; a <= b: a - b - 1 < 0; a > b: b - a < 0; a >= b: b - a - 1 < 0."""
+        """a < b: a - b < 0; a <= b: a - b - 1 < 0; a > b: b - a < 0; a >= b: b - a - 1 < 0.
+        A compare of f32 fragments (a data-dependent mask) waits for its `tile.where`."""
+        if isinstance(op.lhs.type, FragmentType):
+            self.float_compares[op.result] = op
+            self.symbolic(op)
+            return
         lhs, rhs = self.index(op, op.lhs), self.index(op, op.rhs)
         predicate = op.predicate.data
         minus_one = Index(const=-1)
@@ -473,6 +514,13 @@ class AttentionLowering:
         self.symbolic(op)
 
     def where(self, op: tile.WhereOp) -> None:
+        if op.condition in self.float_compares:  # e.g. leaky relu: x < 0 ? x * a : x
+            cmp = self.float_compares[op.condition]
+            select = nvgpu.FragmentSelectOp(
+                cmp.predicate, cmp.lhs, cmp.rhs, op.true_value, op.false_value
+            )
+            Rewriter.replace_op(op, select)
+            return
         fill = op.false_value.owner
         if not isinstance(fill, nvgpu.FragmentSplatOp):
             raise _fail(op, "needs a splat of a scalar as its false value (the fill)")
