@@ -53,11 +53,13 @@ def attn_inner(
 
 
 @tawa_xdsl.jit
-def attn_fwd(
+def attn_rows(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr,
 ):  # fmt: skip
+    """Store O for this program's BLOCK_M rows; return where they are and their softmax
+    statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
     start_m = tl.program_id(0)
     head = tl.program_id(1)
     off_m = start_m * BLOCK_M
@@ -72,28 +74,65 @@ def attn_fwd(
     )  # fmt: skip
     out = acc / l_i[:, None]
     o_desc.store([head, off_m, 0], out.to(tl.float16).reshape([1, BLOCK_M, HEAD_DIM]))
+    return head, off_m, m_i, l_i
 
 
-def attention(q, k, v, sm_scale, causal, block_m=128, block_n=None):
-    """O for [batch * heads, seq, head_dim] f16 arrays: on an sm_90 GPU when one is present,
-    else in the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys
-    per step for d = 64, 64 for d = 128 are the blocks the GPU backend takes."""
+@tawa_xdsl.jit
+def attn_fwd(
+    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    attn_rows(
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+    )  # fmt: skip
+
+
+@tawa_xdsl.jit
+def attn_fwd_lse(
+    q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
+    (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
+    head, off_m, m_i, l_i = attn_rows(
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+    )  # fmt: skip
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
+
+
+def lse_buffer(heads, seq):
+    """A [heads, seq] f32 log-sum-exp array whose rows start 16 bytes apart (a view of a
+    [heads, seq rounded up to 4] array): the descriptor's row stride must be a multiple of
+    16 bytes."""
+    return np.zeros((heads, -(-seq // 4) * 4), np.float32)[:, :seq]
+
+
+def attention(q, k, v, sm_scale, causal, block_m=128, block_n=128, return_lse=False):
+    """O (and, with `return_lse`, the [batch * heads, seq] f32 log-sum-exp) for
+    [batch * heads, seq, head_dim] f16 arrays: on an sm_90 GPU when one is present, else in
+    the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys per
+    step are the blocks the GPU backend takes."""
     heads, seq, head_dim = q.shape
-    block_n = block_n or (128 if head_dim <= 64 else 64)
     o = np.zeros_like(q)
     q_desc = tawa_xdsl.TensorDescriptor.from_tensor(q, [1, block_m, head_dim])
     k_desc = tawa_xdsl.TensorDescriptor.from_tensor(k, [1, block_n, head_dim])
     v_desc = tawa_xdsl.TensorDescriptor.from_tensor(v, [1, block_n, head_dim])
     o_desc = tawa_xdsl.TensorDescriptor.from_tensor(o, [1, block_m, head_dim])
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal)
 
     def grid(meta):
         return ((seq + meta["BLOCK_M"] - 1) // meta["BLOCK_M"], heads)
 
-    attn_fwd[grid](
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
-        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-    )  # fmt: skip
-    return o
+    if not return_lse:
+        attn_fwd[grid](q_desc, k_desc, v_desc, o_desc, seq, sm_scale, **meta)
+        return o
+    lse = lse_buffer(heads, seq)
+    lse_desc = tawa_xdsl.TensorDescriptor.from_tensor(lse, [1, block_m])
+    attn_fwd_lse[grid](q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale, **meta)
+    return o, lse
 
 
 def reference(q, k, v, sm_scale, causal):
@@ -104,6 +143,15 @@ def reference(q, k, v, sm_scale, causal):
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return np.einsum("hqk,hkd->hqd", p, v.astype(np.float32))
+
+
+def reference_lse(q, k, sm_scale, causal):
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) * sm_scale
+    if causal:
+        seq = q.shape[1]
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    top = s.max(-1)
+    return top + np.log(np.exp(s - top[..., None]).sum(-1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,12 +167,15 @@ def main(argv: list[str] | None = None) -> int:
         q, k, v = (rng.standard_normal(shape).astype(np.float16) for _ in range(3))
         sm_scale = 1.0 / np.sqrt(head_dim)
         for causal in (False, True):
-            o = attention(q, k, v, sm_scale, causal)
+            o, lse = attention(q, k, v, sm_scale, causal, return_lse=True)
             expected = reference(q, k, v, sm_scale, causal)
-            errors[head_dim, causal] = float(np.max(np.abs(o.astype(np.float32) - expected)))
+            errors[head_dim, causal] = max(
+                float(np.max(np.abs(o.astype(np.float32) - expected))),
+                float(np.max(np.abs(lse - reference_lse(q, k, sm_scale, causal)))),
+            )
     bad = [f"head_dim={d} causal={c}" for (d, c), e in errors.items() if not e < 2e-2]
-    print(f"attention seq={args.seq} heads={args.heads} head_dim 64,128 causal and not: "
-          f"max abs error {max(errors.values()):.2e} "
+    print(f"attention seq={args.seq} heads={args.heads} head_dim 64,128 causal and not, O and "
+          f"log-sum-exp: max abs error {max(errors.values()):.2e} "
           f"{'OK' if not bad else 'MISMATCH in ' + ', '.join(bad)}")  # fmt: skip
     return 1 if bad else 0
 

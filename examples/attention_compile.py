@@ -3,10 +3,14 @@
     from attention_compile import compile_attention
     kernel = compile_attention(head_dim=128, dtype="bf16", causal=True)
     kernel.launch(grid(seq, batch_heads), q, k, v, o, seq, sm_scale)   # [B*H, seq, d] tensors
+    kernel = compile_attention(head_dim=128, return_lse=True)          # also the log-sum-exp:
+    kernel.launch(grid(seq, batch_heads), q, k, v, o, lse, seq, sm_scale)  # lse [B*H, seq] f32
 
 The language kernel `attn_fwd` is specialized for (head dim, BLOCK_M = 128, BLOCK_N, causal)
-and compiled to tile IR; bf16 is the same program with every f16 type renamed (the kernel
-writes `p.to(tl.float16)`), then `compile_to_ptx` runs the warp-specialization pipeline (two
+and compiled to tile IR (`attn_fwd_lse` with `return_lse`: the log-sum-exp of each row's
+scaled scores, natural log, into an f32 [B*H, seq] tensor whose row stride is a multiple of 4
+elements); bf16 is the same program with every f16 type renamed (the kernel writes
+`p.to(tl.float16)`), then `compile_to_ptx` runs the warp-specialization pipeline (two
 consumer warpgroups of 64 query rows each). `examples/attention.mlir` and
 `attention_causal.mlir` are the hand-written d = 64, f16 forms of the same program.
 """
@@ -47,16 +51,24 @@ def _example() -> ModuleType:
 
 
 def tile_module(
-    head_dim: int, dtype: str = "f16", causal: bool = False, block_n: int | None = None
+    head_dim: int,
+    dtype: str = "f16",
+    causal: bool = False,
+    block_n: int | None = None,
+    return_lse: bool = False,
 ) -> ModuleOp:
-    """The tile IR of `attn_fwd` for these parameters (a fresh module)."""
+    """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters
+    (a fresh module)."""
     bn = block_n or default_block_n(head_dim)
     f16 = tl.float16
-    kernel = _example().attn_fwd.compile(
+    lse = [DescriptorArg(tl.float32, (1, BLOCK_M))] if return_lse else []
+    example = _example()
+    kernel = (example.attn_fwd_lse if return_lse else example.attn_fwd).compile(
         DescriptorArg(f16, (1, BLOCK_M, head_dim)),
         DescriptorArg(f16, (1, bn, head_dim)),
         DescriptorArg(f16, (1, bn, head_dim)),
         DescriptorArg(f16, (1, BLOCK_M, head_dim)),
+        *lse,
         ScalarArg(tl.int32),
         ScalarArg(tl.float32),
         HEAD_DIM=head_dim,
@@ -88,6 +100,7 @@ def compile_attention(
     registers: tuple[int, int] | None = None,
     pingpong: bool = False,
     mma_depth: int = 1,
+    return_lse: bool = False,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -105,7 +118,7 @@ def compile_attention(
     )
     if pingpong:
         options = dataclasses.replace(options, pingpong=True)
-    return compile_to_ptx(tile_module(head_dim, dtype, causal, bn), options)
+    return compile_to_ptx(tile_module(head_dim, dtype, causal, bn, return_lse), options)
 
 
 def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:

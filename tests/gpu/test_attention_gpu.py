@@ -82,3 +82,31 @@ def test_attention_variants_match_float32(
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
     err = (o.float() - expected).abs().max().item()
     assert err < 2e-2, f"max abs error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seq", [200, 1001])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_attention_log_sum_exp(head_dim: int, causal: bool, seq: int) -> None:
+    """`attn_fwd_lse`: O as before and each row's natural-log log-sum-exp of the scaled
+    scores, into a NaN-poisoned f32 [heads, seq] view whose rows start 16 bytes apart."""
+    torch.manual_seed(seq + head_dim)
+    heads = 3
+    shape = (heads, seq, head_dim)
+    q, k, v = (torch.randn(shape, device="cuda").half() for _ in range(3))
+    o = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
+    padded = torch.full((heads, -(-seq // 4) * 4), float("nan"), device="cuda")
+    lse = padded[:, :seq]
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    kernel = compile_attention(head_dim, "f16", causal, return_lse=True)
+    kernel.launch(grid(seq, heads), q, k, v, o, lse, seq, sm_scale)
+    torch.cuda.synchronize()
+    s = torch.einsum("hqd,hkd->hqk", q.float(), k.float()) * sm_scale
+    if causal:
+        s = s.masked_fill(~torch.ones(seq, seq, dtype=torch.bool, device="cuda").tril(), -math.inf)
+    assert int(torch.isnan(o).sum()) == 0 and int(torch.isnan(lse).sum()) == 0, "unwritten"
+    assert (o.float() - reference(q, k, v, sm_scale, causal)).abs().max().item() < 2e-2
+    err = (lse - torch.logsumexp(s, -1)).abs().max().item()
+    assert err < 1e-2, f"log-sum-exp max abs error {err}"
+    assert bool(torch.isnan(padded[:, seq:]).all()), "wrote past the end of a row"

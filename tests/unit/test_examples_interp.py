@@ -1,4 +1,5 @@
-"""The bundled tile kernels (examples/*.mlir) in the tile interpreter against plain numpy.
+"""The bundled tile kernels (examples/*.mlir, and the log-sum-exp of examples/attention.py) in
+the tile interpreter against plain numpy.
 
 Shapes that are multiples of the block shapes and shapes that are not: ragged edges exercise
 TMA zero-fill on loads, clipping on stores and the key mask of attention. Launch arguments
@@ -7,6 +8,7 @@ that do not fit the kernel signature fail with one message naming the kernel and
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 from functools import cache
@@ -188,3 +190,21 @@ def test_numpy_scalars_are_accepted() -> None:
     run_kernel(load("gemm"), (2, 1, 1), [a, b, c, np.array(130), np.int64(20), np.int32(70)])
     reference = a.astype(np.float32) @ b.astype(np.float32).T
     np.testing.assert_allclose(c.astype(np.float32), reference, **GEMM_TOLERANCE)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_language_attention_log_sum_exp(causal: bool) -> None:
+    """examples/attention.py's attn_fwd_lse in the tile interpreter: O and the natural-log
+    log-sum-exp of every row (seq 150: not a multiple of the 128-row block, rows padded to 152)."""
+    spec = importlib.util.spec_from_file_location("attention_py", EXAMPLES / "attention.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 150, 64)).astype(np.float16) for _ in range(3))
+    o, lse = example.attention(q, k, v, 0.125, causal, return_lse=True)
+    assert lse.shape == (2, 150) and lse.base.shape == (2, 152)
+    assert not lse.base[:, 150:].any(), "wrote past the end of a row"
+    np.testing.assert_allclose(lse, example.reference_lse(q, k, 0.125, causal), atol=1e-4)
+    expected = example.reference(q, k, v, 0.125, causal)
+    assert np.max(np.abs(o.astype(np.float32) - expected)) < 2e-2

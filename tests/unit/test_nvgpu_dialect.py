@@ -533,7 +533,7 @@ def test_fragment_ops_build_their_result_types():
         ),
         (
             lambda: FragmentUnaryOp(UnaryKind.EXP2, value(frag(ACC, [64, 64], bf16))),
-            "'nvgpu.fragment_unary' exp2 needs f32 elements (ex2.approx.f32), got bf16",
+            "'nvgpu.fragment_unary' exp2 needs f32 elements (.approx.f32), got bf16",
         ),
         (
             lambda: FragmentConvertOp(value(ACC64), frag(ACC, [64, 128], bf16)),
@@ -614,11 +614,12 @@ def test_fragment_store_global_rules():
         return FragmentStoreGlobalOp(value(fragment), value(desc), [value(i32)] * offsets)
 
     store(ACC64, DescType([128, 64], f32)).verify()
+    store(ROW64, DescType([1, 64], f32)).verify()  # a row vector along the last dim (an LSE)
     with fails(
-        "'nvgpu.fragment_store_global' needs a wgmma_acc fragment, got "
-        "!nvgpu.fragment<wgmma_row, 64xf32>"
+        "'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got "
+        "!nvgpu.fragment<wgmma_operand_a, 64x64xf16>"
     ):
-        store(ROW64, DescType([64, 64], f32)).verify()
+        store(frag(OPERAND_A, [64, 64], f16), DescType([64, 64], f16)).verify()
     store(ACC64, DescType([1, 64, 64], f32), offsets=3).verify()  # a 2-D block of a 3-D tensor
     with fails(
         "'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block "

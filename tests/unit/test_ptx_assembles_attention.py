@@ -83,3 +83,15 @@ def test_block_n_128_d128_fits_240_registers() -> None:
     check(ptx)
     assert "setmaxnreg.inc.sync.aligned.u32 240" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24" in ptx
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_log_sum_exp_kernel_assembles(head_dim: int, causal: bool) -> None:
+    """attn_fwd_lse: lg2.approx of the row sum, and the row vector stored by the first lane of
+    each quad (two f32 stores per thread, rows r and r + 8)."""
+    kernel = compile_attention(head_dim, "f16", causal, return_lse=True)
+    check(kernel.ptx)
+    assert "lg2.approx.ftz.f32" in kernel.ptx
+    assert kernel.ptx.count("st.global.f32") == 2
+    assert [p.name for p in kernel.params][-2:] == ["seq", "sm_scale"]

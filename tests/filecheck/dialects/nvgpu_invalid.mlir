@@ -372,7 +372,7 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xbf16>) {
   %c = nvgpu.fragment_unary exp2 %a : !nvgpu.fragment<wgmma_acc, 64x64xbf16>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_unary' exp2 needs f32 elements (ex2.approx.f32), got bf16
+// CHECK: error: 'nvgpu.fragment_unary' exp2 needs f32 elements (.approx.f32), got bf16
 
 // -----
 
@@ -451,11 +451,11 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %i: i32) {
 
 // -----
 
-func.func @f(%a: !nvgpu.fragment<wgmma_row, 64xf32>, %d: !tile.desc<64x64xf32>, %i: i32) {
-  nvgpu.fragment_store_global %a, %d[%i, %i] : !nvgpu.fragment<wgmma_row, 64xf32>, !tile.desc<64x64xf32>
+func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, %d: !tile.desc<64x64xf16>, %i: i32) {
+  nvgpu.fragment_store_global %a, %d[%i, %i] : !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, !tile.desc<64x64xf16>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_store_global' needs a wgmma_acc fragment, got !nvgpu.fragment<wgmma_row, 64xf32>
+// CHECK: error: 'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got !nvgpu.fragment<wgmma_operand_a, 64x64xf16>
 
 // -----
 
