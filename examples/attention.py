@@ -110,12 +110,15 @@ def lse_buffer(heads, seq):
     return np.zeros((heads, -(-seq // 4) * 4), np.float32)[:, :seq]
 
 
-def attention(q, k, v, sm_scale, causal, block_m=128, block_n=128, return_lse=False):
+def attention(q, k, v, sm_scale, causal, block_m=128, block_n=None, return_lse=False):
     """O (and, with `return_lse`, the [batch * heads, seq] f32 log-sum-exp) for
     [batch * heads, seq, head_dim] f16 arrays: on an sm_90 GPU when one is present, else in
     the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys per
-    step are the blocks the GPU backend takes."""
+    step for d = 64, 64 for d = 128: the jit launch's default 4-deep rings of 128-key blocks
+    would not fit shared memory at d = 128 (`examples/attention_compile.py` takes 128 keys
+    with 3-deep rings and a 24/240 register split, the benchmarked configuration)."""
     heads, seq, head_dim = q.shape
+    block_n = block_n or (128 if head_dim <= 64 else 64)
     o = np.zeros_like(q)
     q_desc = tawa_xdsl.TensorDescriptor.from_tensor(q, [1, block_m, head_dim])
     k_desc = tawa_xdsl.TensorDescriptor.from_tensor(k, [1, block_n, head_dim])
