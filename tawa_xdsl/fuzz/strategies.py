@@ -45,11 +45,9 @@ SCALES = [0.5, -1.0, 2.0, 1e-3, -3.0, 1024.0, -1e4, 2.0**-20]
 BIASES = [0.0, -0.0, 1.0, -2.5, 1e4, -1e30, 65504.0, 3e38]
 
 
-@st.composite
-def gemm_programs(draw: st.DrawFn, gpu: bool = False) -> GemmProgram:
-    """A GEMM with a random tile shape and epilogue chain (the same for the GPU, whose
-    backend lowers every epilogue op)."""
-    kinds = draw(st.lists(st.sampled_from(EPILOGUE_KINDS), max_size=4), label="epilogue")
+def epilogue_chain(kinds: list[str]) -> tuple[EpilogueOp, ...]:
+    """Epilogue ops of these kinds, in order; scale and bias_scalar take the kernel's scalar
+    arguments in turn."""
     ops, scalar = [], 0
     for kind in kinds:
         if kind in ("scale", "bias_scalar"):
@@ -57,6 +55,15 @@ def gemm_programs(draw: st.DrawFn, gpu: bool = False) -> GemmProgram:
             scalar += 1
         else:
             ops.append(EpilogueOp(kind))
+    return tuple(ops)
+
+
+@st.composite
+def gemm_programs(draw: st.DrawFn, gpu: bool = False) -> GemmProgram:
+    """A GEMM with a random tile shape and epilogue chain (the same for the GPU, whose
+    backend lowers every epilogue op)."""
+    kinds = draw(st.lists(st.sampled_from(EPILOGUE_KINDS), max_size=4), label="epilogue")
+    ops = epilogue_chain(kinds)
     return GemmProgram(
         dtype=draw(st.sampled_from(["f16", "bf16"])),
         out_dtype=draw(st.sampled_from(["f16", "bf16", "f32"])),
@@ -64,7 +71,7 @@ def gemm_programs(draw: st.DrawFn, gpu: bool = False) -> GemmProgram:
         block_n=draw(st.sampled_from([128, 64])),
         block_k=draw(st.sampled_from([64, 32])),
         grid_2d=draw(st.booleans()),
-        epilogue=tuple(ops),
+        epilogue=ops,
     )
 
 

@@ -26,21 +26,15 @@ from tawa_xdsl.backend.compile import (
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.diagnostics import TawaError, parse_module
 from tawa_xdsl.dialects import make_context
-from tawa_xdsl.fuzz.programs import AttentionProgram, EpilogueOp, GemmProgram, Program
+from tawa_xdsl.fuzz.programs import AttentionProgram, GemmProgram, Program
+from tawa_xdsl.fuzz.strategies import epilogue_chain
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
 
 
 def gemm(dtype: str, out: str, bm: int, bn: int, bk: int, *kinds: str) -> GemmProgram:
     """A fuzzer GEMM with the epilogue `kinds` (scalar arguments numbered in order)."""
-    ops, scalar = [], 0
-    for kind in kinds:
-        if kind in ("scale", "bias_scalar"):
-            ops.append(EpilogueOp(kind, scalar))
-            scalar += 1
-        else:
-            ops.append(EpilogueOp(kind))
-    return GemmProgram(dtype, out, bm, bn, bk, epilogue=tuple(ops))
+    return GemmProgram(dtype, out, bm, bn, bk, epilogue=epilogue_chain(list(kinds)))
 
 
 # (program, options, the nvgpu op its epilogue must lower to)
