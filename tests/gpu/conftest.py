@@ -7,11 +7,16 @@ Run them on an H100/H200 with `pytest tests/gpu -v` (the package's `gpu` extra i
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
 import pytest
 
 GPU_DIR = Path(__file__).resolve().parent
+# The modules here import their sibling ws_gemm_reference; with --import-mode=importlib pytest
+# does not put this folder on sys.path itself.
+if str(GPU_DIR) not in sys.path:
+    sys.path.insert(0, str(GPU_DIR))
 
 
 @functools.cache

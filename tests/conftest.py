@@ -1,0 +1,23 @@
+"""Refuse to run, in one line, under a Python that lacks the package's dependencies (a bare
+`pytest` outside the virtual environment would otherwise fail every module's collection with
+an ImportError)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+REQUIRED = ("xdsl", "numpy", "ml_dtypes", "z3", "hypothesis")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.exit(
+            f"tawa-xdsl tests: {sys.executable} lacks {', '.join(missing)}; install with "
+            "`python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'`, "
+            "then run `.venv/bin/pytest`",
+            returncode=4,
+        )
