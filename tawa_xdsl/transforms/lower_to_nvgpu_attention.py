@@ -30,26 +30,24 @@ One consumer warpgroup owns 64 query rows (after `pipeline`'s cooperative split)
   `nvgpu.fragment_store_global` (st.global, clipped to the tensor; any rank whose leading
   block dims are 1), of the output accumulator and of row vectors (the log-sum-exp, a
   `[1, rows]` reshape of one, `math.log2` -> `fragment_unary log2`).
-* **MMA overlap** (`overlap_mmas`, in a loop that `pipeline` gave a lookahead QK^T): the
-  groups of one iteration j are committed in the order QK^T(j+1), P V(j), so with
-  `wgmma_wait_group 1` at two points both MMAs run under the softmax of j:
+* **MMA overlap** (`overlap_mmas`, in a loop that `pipeline` gave a lookahead QK^T): QK^T(j+1)
+  is issued at the top of iteration j and waited for only after P V(j), so it runs under the
+  softmax of j:
 
-      if (j+1 < ub) { wait K(j+1) full; QK^T(j+1); commit } else { commit (empty group) }
-      softmax(j) on S(j)                           -- QK^T(j+1) and P V(j-1) in flight
-      wait V(j) full
-      wgmma_wait_group 1                           -- P V(j-1) done: O may be rescaled
-      if (held >= 1) { arrive V(j-1) empty }
+      if (j+1 < ub) { wait K(j+1) full; QK^T(j+1); commit } else { S(j+1) = undef }
+      softmax(j) on S(j)                           -- QK^T(j+1) in flight
+      wait V(j) full; [arrive V(j-L) empty]        -- a lagged release (MMA depth > 1)
       O *= alpha; P V(j); commit
-      wgmma_wait_group 1                           -- QK^T(j+1) done, P V(j) in flight
-      if (j+1 < ub) { arrive K(j+1) empty }
+      wgmma_wait_group 0                           -- QK^T(j+1) and P V(j) done
+      if (j+1 < ub) { arrive K(j+1) empty }; [arrive V(j) empty]
 
-  The empty group in the else-branch keeps the count uniform (the last iteration has no
-  QK^T(j+1)). This lowering moves no barrier op: `pipeline.place_attention_releases` put the
-  releases there at the aref level (K(j+1) after P V(j), V(j-1) after the get of V(j)); the
-  lowering only places the `wait_group`s before them (the first before the lagged release,
-  the second right after P V(j)'s commit: `wait_group 0` when an unlagged release of P V(j)'s
-  slot follows, MMA depth 1). So the mbarrier-level protocol `tawa-verify` proves after
-  `lower-aref` is the one the GPU runs.
+  Nothing is in flight across the back edge and no register of an in-flight wgmma is read
+  or written: otherwise ptxas serializes every wgmma of the kernel (C7514 when O was
+  rescaled with P V(j-1) still in flight from the previous iteration, C7515 when the
+  else-branch wrote zeros into the lookahead's accumulator; hence the undefined fragment,
+  which only reaches the loop's unused result). This lowering moves no barrier op:
+  `pipeline.place_attention_releases` put the releases there at the aref level, so the
+  mbarrier-level protocol `tawa-verify` proves after `lower-aref` is the one the GPU runs.
 """
 
 from __future__ import annotations
