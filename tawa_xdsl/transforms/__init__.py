@@ -45,6 +45,12 @@ def get_warp_specialize() -> type[ModulePass]:
     return WarpSpecializePass
 
 
+def get_set_registers() -> type[ModulePass]:
+    from tawa_xdsl.transforms.set_registers import SetRegistersPass
+
+    return SetRegistersPass
+
+
 def get_lower_aref() -> type[ModulePass]:
     from tawa_xdsl.transforms.lower_aref import LowerArefPass
 
@@ -71,6 +77,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "distribute": get_distribute,
         "pipeline": get_pipeline,
         "tawa-warp-specialize": get_warp_specialize,
+        "set-registers": get_set_registers,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
         "verify-pipeline": get_verify_pipeline,
