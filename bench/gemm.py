@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tawa_xdsl.language as tl  # noqa: E402
 from tawa_xdsl.autotune import Autotuner, Config  # noqa: E402
-from tawa_xdsl.backend.compile import CompiledKernel, compile_to_ptx, options_from_launch  # noqa: E402
+from tawa_xdsl.compiler import CompiledKernel, compile_to_ptx, options_from_launch  # noqa: E402
 from tawa_xdsl.gemm_configs import config_tile_ir, configs_for  # noqa: E402
 
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 import tawa_xdsl.language as tl
-from tawa_xdsl.backend.compile import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 

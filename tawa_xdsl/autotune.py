@@ -15,11 +15,12 @@
 As triton.autotune: on the first launch for a new key (the values of the `key` arguments,
 with the dtype of every argument that has one), each config is launched and timed, and the
 fastest one runs this and every later launch with that key. A config is constexprs
-(`kwargs`) plus the warp-specialization options (`num_stages` = D, `mma_depth` = P,
-`num_consumer_groups`, `persistent`, `epilogue`). A config that fails to compile or launch
-is skipped. Winners are cached in memory and on disk (`<kernel cache dir>/autotune`, keyed by
-kernel, key values, the config list and the compiler version; atomic writes), so a new
-process reuses them without timing again.
+(`kwargs`) plus launch options, the compiler's (`tawa_xdsl.compiler.LAUNCH_OPTIONS`:
+`num_stages` = D, `mma_depth` = P, `num_consumer_groups`, `persistent`, `epilogue`,
+`registers`, `pingpong`, ...); an unknown option is refused when the Config is made. A config
+that fails to compile or launch is skipped. Winners are cached in memory and on disk
+(`<kernel cache dir>/autotune`, keyed by kernel, key values, the config list and the compiler
+version; atomic writes), so a new process reuses them without timing again.
 
 The timer is pluggable (`timer=`): a callable taking a zero-argument launcher and returning
 milliseconds; the default is `triton.testing.do_bench` (median), else CUDA events through
@@ -35,30 +36,26 @@ import math
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tawa_xdsl.compiler import options_from_launch
+
 Timer = Callable[[Callable[[], None]], float]
 
-OPTION_NAMES = ("num_stages", "mma_depth", "num_consumer_groups", "persistent", "epilogue")
 
-
-@dataclass(frozen=True)
 class Config:
-    """One point of the search: constexpr values and warp-specialization options (None:
-    the compiler's default)."""
+    """One point of the search: constexpr values and launch options (an option left out or
+    None takes the compiler's default)."""
 
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    num_stages: int | None = None
-    mma_depth: int | None = None
-    num_consumer_groups: int | None = None
-    persistent: bool | None = None
-    epilogue: str | None = None
+    def __init__(self, kwargs: Mapping[str, Any] | None = None, **options: Any):
+        self.kwargs = dict(kwargs or {})
+        self.launch = {k: v for k, v in options.items() if v is not None}
+        self.compile_options = options_from_launch(self.launch)  # refuses unknown options
 
     def options(self) -> dict[str, Any]:
         """The launch options this config sets."""
-        return {n: getattr(self, n) for n in OPTION_NAMES if getattr(self, n) is not None}
+        return dict(self.launch)
 
     def all_kwargs(self) -> dict[str, Any]:
         """Constexprs and options, as keyword arguments of a launch."""
@@ -69,12 +66,21 @@ class Config:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Config:
-        return Config(
-            dict(data.get("kwargs", {})), **{n: data[n] for n in OPTION_NAMES if n in data}
-        )
+        options = {k: v for k, v in data.items() if k != "kwargs"}
+        return Config(dict(data.get("kwargs", {})), **options)
+
+    def identity(self) -> str:
+        """The config as canonical JSON text (tuples and lists alike): equality and hash."""
+        return json.dumps(self.to_json(), sort_keys=True, default=str)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self.identity() == other.identity()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True, default=str))
+        return hash(self.identity())
+
+    def __repr__(self) -> str:
+        return f"Config({self})"
 
     def __str__(self) -> str:
         parts = [f"{k}={v}" for k, v in self.kwargs.items()]

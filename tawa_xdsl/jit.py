@@ -9,8 +9,13 @@
 
 A kernel is specialized on the values of its `tl.constexpr` parameters and on the types of
 its run-time arguments (scalar dtype, descriptor element type and block shape); each distinct
-key compiles once (`JITFunction.cache`). The launch runs the compiled kernel on the GPU
-backend or in the tile interpreter; `select_backend` is the one place that choice is made.
+key compiles once (`JITFunction.cache`). Launch keywords that are not parameters of the kernel
+are compile options (`tawa_xdsl.compiler.LAUNCH_OPTIONS`: `num_stages`, `mma_depth`,
+`num_consumer_groups`, `persistent`, `epilogue`, `registers`, `pingpong`, `verify`); they are
+read into one `CompileOptions` at binding time (an unknown one is refused there, in one line),
+are part of the compile key, and every one reaches the compiled kernel. The launch runs the
+compiled kernel on the GPU (`tawa_xdsl.runtime.gpu_launch`) or in the tile interpreter;
+`select_backend` is the one place that choice is made.
 """
 
 from __future__ import annotations
@@ -27,16 +32,13 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl.language as tl
+from tawa_xdsl import compiler
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, options_from_launch
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
 from tawa_xdsl.frontend.errors import SemanticError
 from tawa_xdsl.frontend.signature import ArgType, arg_type_of
-
-# Launch options Triton accepts beside the kernel's own parameters; they do not change the
-# tile IR but are part of the compile key, so later stages can use them.
-LAUNCH_OPTIONS = (
-    "num_warps", "num_stages", "num_ctas", "num_consumer_groups", "maxnreg",
-    "mma_depth", "persistent", "epilogue",  # tawa's own (CompileOptions)
-)  # fmt: skip
+from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.runtime import gpu_available, gpu_launch
 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
 
@@ -53,21 +55,19 @@ class CompiledKernel:
     module: ModuleOp
     signature: list[tuple[str, ArgType]]
     constexprs: dict[str, Any]
-    options: dict[str, Any] = field(default_factory=dict)
-    _gpu_kernel: Any = field(default=None, repr=False)
+    options: CompileOptions = field(default_factory=CompileOptions)
+    _gpu_kernel: compiler.CompiledKernel | None = field(default=None, repr=False)
 
     @property
     def ir(self) -> StageIR:
         """The IR of every stage as text: `ir["tile"]`, ..., `ir["ptx"]`."""
         return StageIR(self)
 
-    def gpu_kernel(self) -> Any:
-        """The kernel taken to PTX with this specialization's launch options (compiled once;
+    def gpu_kernel(self) -> compiler.CompiledKernel:
+        """The kernel taken to PTX with this specialization's compile options (compiled once;
         needs no GPU)."""
         if self._gpu_kernel is None:
-            from tawa_xdsl.backend.compile import compile_to_ptx, options_from_launch
-
-            self._gpu_kernel = compile_to_ptx(self.module, options_from_launch(self.options))
+            self._gpu_kernel = compile_to_ptx(self.module, self.options)
         return self._gpu_kernel
 
     def run(self, grid: Sequence[int] | int, *args: Any, interpret: bool | None = None) -> None:
@@ -104,20 +104,12 @@ Launcher = Callable[[CompiledKernel, Sequence[int] | int, list[Any]], None]
 def interpret_launch(compiled: CompiledKernel, grid: Sequence[int] | int, args: list[Any]) -> None:
     """Run every program of the grid in the tile interpreter; stores write the numpy arrays
     behind the descriptors in place."""
-    from tawa_xdsl.interp.tile import run_kernel
-
     run_kernel(compiled.module, grid, args, kernel=compiled.name)
 
 
 def gpu_backend() -> Launcher | None:
     """The GPU launcher when a usable GPU and driver are present, else None."""
-    from tawa_xdsl.runtime import gpu_available
-
-    if not gpu_available():
-        return None
-    from tawa_xdsl.backend.compile import gpu_launch
-
-    return gpu_launch
+    return gpu_launch if gpu_available() else None
 
 
 def interpret_requested(interpret: bool | None) -> bool | None:
@@ -183,10 +175,13 @@ class JITFunction:
 
     def bind(
         self, args: Sequence[Any], kwargs: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every parameter by name, with defaults), (launch options)."""
-        options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs}
+    ) -> tuple[dict[str, Any], CompileOptions]:
+        """(every parameter by name, with defaults), (the compile options of the launch
+        keywords that are not parameters)."""
+        params = self.signature.parameters
+        launch = {k: kwargs.pop(k) for k in list(kwargs) if k not in params}
         try:
+            options = options_from_launch(launch)
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"{self.fn.__name__}: {error}") from None
@@ -224,12 +219,12 @@ class JITFunction:
         """Triton's name for `compile` (the grid is accepted and unused)."""
         return self.compile(*args, **kwargs)
 
-    def _compile(self, arguments: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
+    def _compile(self, arguments: dict[str, Any], options: CompileOptions) -> CompiledKernel:
         signature, constexprs = self.specialize(arguments)
         key = (
             tuple(signature),
             tuple(sorted((k, _hashable(v)) for k, v in constexprs.items())),
-            tuple(sorted(options.items())),
+            options,
         )
         if key not in self.cache:
             module = generate_kernel(self.fn, signature, constexprs)
@@ -243,7 +238,8 @@ class JITFunction:
         interpret = kwargs.pop("interpret", self.interpret)
         arguments, options = self.bind(args, dict(kwargs))
         compiled = self._compile(arguments, options)
-        grid_size = grid({**arguments, **options}) if callable(grid) else grid
+        meta = {**arguments, **{k: v for k, v in kwargs.items() if k not in arguments}}
+        grid_size = grid(meta) if callable(grid) else grid
         runtime_args = [arguments[name] for name, _ in compiled.signature]
         compiled.run(_grid_tuple(grid_size), *runtime_args, interpret=interpret)
         return compiled

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.fuzz.programs import Program, program_from_json
 
 LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "gpu")
@@ -212,7 +213,6 @@ def _gpu_kernel(text: str, options: Options) -> Any:
     A failed barrier-protocol proof is a bug, not a refusal: it propagates."""
     from xdsl.utils.exceptions import DiagnosticException
 
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.diagnostics import TawaError
     from tawa_xdsl.verify.check import ProtocolError
 

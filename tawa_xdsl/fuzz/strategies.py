@@ -30,6 +30,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tawa_xdsl.compiler import SM90_MAX_SMEM_BYTES, CompileOptions, shared_memory_need
 from tawa_xdsl.fuzz.check import CPU_LEVELS, Case, Options, Schedule
 from tawa_xdsl.fuzz.programs import (
     EPILOGUE_KINDS,
@@ -154,13 +155,8 @@ def fitting_stages(
     program: Program, mma_depth: int, consumers: int, persistent: bool
 ) -> tuple[int, ...]:
     """The ring depths 1..MAX_STAGES whose kernel fits an sm_90 block's shared memory, as
-    `compile_to_ptx` measures it (`backend.compile.shared_memory_need`; the need grows with
+    `compile_to_ptx` measures it (`compiler.shared_memory_need`; the need grows with
     the depth, so the deepest is tried first)."""
-    from tawa_xdsl.backend.compile import (
-        SM90_MAX_SMEM_BYTES,
-        CompileOptions,
-        shared_memory_need,
-    )
     from tawa_xdsl.diagnostics import parse_module
     from tawa_xdsl.dialects import make_context
 

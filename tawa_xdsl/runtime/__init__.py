@@ -1,5 +1,9 @@
 """The GPU runtime: load PTX, encode TMA tensor maps, move memory, launch, cache kernels.
 
+The runtime is the bottom of the stack: it imports nothing of the compiler. A compiled kernel
+reaches it as data (`launch.CompiledProgram`: PTX, entry name, the source of every `.param`,
+tensor-map boxes, shared memory, threads, its grid rule).
+
 Importing this package needs neither cuda-python nor a GPU; the driver is imported on first
 use, and every way of lacking one ends in a one-line `NoGPUError` (a RuntimeError).
 
@@ -21,7 +25,10 @@ Modules:
 * `tensormap` -- `TensorMapSpec` (validation, numpy order), `encode_tiled`, `tensor_map`.
 * `memory` -- `DeviceArray`, `empty`, `to_device`, `to_host`, `copy_into`, `describe`.
 * `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
-  smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch).
+  smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch);
+  `launch_compiled` / `prepare_compiled` launch what `tawa_xdsl.compiler` made from the
+  kernel's own arguments (parameters and tensor maps built here), `gpu_launch` is `@jit`'s
+  GPU launcher.
 * `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes.
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
@@ -40,10 +47,16 @@ from tawa_xdsl.runtime.errors import (
     UnsupportedGPUError,
 )
 from tawa_xdsl.runtime.launch import (
+    CompiledProgram,
     LaunchConfig,
     PreparedLaunch,
+    TensorMapInfo,
+    gpu_launch,
+    kernel_arguments,
     launch,
+    launch_compiled,
     launch_with,
+    prepare_compiled,
     prepare_launch,
 )
 from tawa_xdsl.runtime.memory import DeviceArray, copy_into, describe, empty, to_device, to_host
@@ -64,6 +77,7 @@ def synchronize() -> None:
 
 __all__ = [
     "CacheEntry",
+    "CompiledProgram",
     "CudaError",
     "DTypeMismatchError",
     "Device",
@@ -79,6 +93,7 @@ __all__ = [
     "Swizzle",
     "TensorMap",
     "TensorMapError",
+    "TensorMapInfo",
     "TensorMapSpec",
     "UnsupportedGPUError",
     "cache_key",
@@ -89,11 +104,15 @@ __all__ = [
     "encode_tiled",
     "expect_dtype",
     "gpu_available",
+    "gpu_launch",
+    "kernel_arguments",
     "launch",
+    "launch_compiled",
     "launch_with",
     "load_cubin",
     "load_kernel",
     "load_ptx",
+    "prepare_compiled",
     "prepare_launch",
     "require_gpu",
     "synchronize",

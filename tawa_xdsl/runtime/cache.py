@@ -30,7 +30,7 @@ DEFAULT_TARGET = "sm_90a"
 
 def compiler_version() -> str:
     """tawa-xdsl's version with xDSL's, read without importing either's heavy modules."""
-    from tawa_xdsl import __version__
+    from tawa_xdsl.version import __version__
 
     try:
         xdsl_version = metadata.version("xdsl")

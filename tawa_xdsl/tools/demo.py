@@ -28,6 +28,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.diagnostics import parse_file
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.dialects.tile import DescType
@@ -187,7 +188,6 @@ def stage_proof(module: ModuleOp, case: Case, launch: Launch, state: dict) -> st
 
 
 def stage_ptx(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 
     try:

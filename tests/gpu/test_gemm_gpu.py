@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from xdsl.parser import Parser
 
-from tawa_xdsl.backend.compile import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
 from tawa_xdsl.dialects import make_context
 
 torch = pytest.importorskip("torch")

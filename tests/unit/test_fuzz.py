@@ -193,12 +193,13 @@ def test_gpu_mode_compiles_or_says_why() -> None:
 def test_gpu_mode_a_failed_proof_is_a_failure_not_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     """compile_to_ptx proves the protocol; its ProtocolError must not be counted as a refusal."""
     import tawa_xdsl.verify.check as verify_check
+    from tawa_xdsl import compiler
     from tawa_xdsl.fuzz.check import _gpu_kernel
 
     def broken(module: object) -> None:
         raise verify_check.ProtocolError("ring r0: deadlock (planted)")
 
-    monkeypatch.setattr(verify_check, "check_module", broken)
+    monkeypatch.setattr(compiler, "check_module", broken)  # the proof compile_to_ptx runs
     _gpu_kernel.cache_clear()
     with pytest.raises(verify_check.ProtocolError, match="planted"):
         _gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))

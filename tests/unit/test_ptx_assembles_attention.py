@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from xdsl.parser import Parser
 
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.dialects import make_context
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
