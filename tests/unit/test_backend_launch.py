@@ -4,8 +4,6 @@ nothing, and a descriptor over an array with no elements is described by a zero 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,23 +17,18 @@ from tawa_xdsl.backend.compile import (
     compile_to_ptx,
     empty_tensor_stand_in,
 )
-from tawa_xdsl.diagnostics import TawaError, parse_file
-from tawa_xdsl.dialects import make_context
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from tawa_xdsl.diagnostics import TawaError
+from tawa_xdsl.kernels.gemm import gemm_tile_ir
 
 
 def gemm_kernel() -> Any:
-    module = parse_file(make_context(), EXAMPLES / "gemm.mlir")
-    return compile_to_ptx(module, CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False))
+    options = CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False)
+    return compile_to_ptx(gemm_tile_ir(), options)
 
 
 def test_rings_that_do_not_fit_in_shared_memory_are_refused() -> None:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        from attention_compile import compile_attention
-    finally:
-        sys.path.pop(0)
+    from tawa_xdsl.kernels.attention import compile_attention
+
     assert compile_attention(head_dim=128, stages=3).smem_bytes <= SM90_MAX_SMEM_BYTES
     with pytest.raises(
         TawaError,

@@ -115,13 +115,9 @@ def test_cross_ring_deadlock_is_caught_that_no_ring_alone_has():
 def test_attention_releases_stay_where_lower_aref_put_them():
     """The barrier ops of the attention kernel, in program order, are the same at the
     mbarrier level (what the proof checks) and at the nvgpu level (what the PTX runs)."""
-    import sys
-
-    sys.path.insert(0, str(EXAMPLES))
-    from attention_compile import tile_module
-
     from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.dialects import nvgpu
+    from tawa_xdsl.kernels.attention import tile_module
 
     def barrier_ops(text: str) -> list[str]:
         module = parse_module(make_context(), text)
