@@ -5,9 +5,11 @@ and walks the keys in blocks of BLOCK_N, keeping the running row max `m_i`, the 
 sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, seq, head_dim]
 arrays read through 3-D descriptors, so blocks past `seq` read zeros and their stores are
 clipped; key columns past `seq` are masked. With CAUSAL, row r sees keys 0..r and the key
-loop stops after the diagonal block. The element type (f16 or bf16) is the descriptors':
-P is rounded to V's type before P V, O to O's type. `attn_fwd_lse` also writes each row's
-log-sum-exp into an f32 [batch * heads, seq] tensor.
+loop stops after the diagonal block. `sm_scale` must be positive: the row max is taken over
+the raw scores and then scaled (one FFMA per score instead of a multiply and a subtract).
+The element type (f16 or bf16) is the descriptors': P is rounded to V's type before P V, O to
+O's type. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
+tensor.
 
 For the H200 (BLOCK_M = 128: two consumer warpgroups of 64 query rows):
 
