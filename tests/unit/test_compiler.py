@@ -5,10 +5,8 @@ memory are refused at compile time (what the GPU fuzz run on the H200 found)."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import fields
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -27,30 +25,23 @@ from tawa_xdsl.diagnostics import TawaError, parse_file
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 from tawa_xdsl.jit import STAGES
+from tawa_xdsl.kernels.attention import attn_fwd, compile_attention
+from tawa_xdsl.kernels.gemm import gemm
 from tawa_xdsl.tools import tawa_opt
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def example(name: str) -> ModuleType:
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
-
-
 def gemm_args() -> list[Any]:
-    """Argument types of examples/gemm.py's matmul_kernel (f16, 128x128x64 blocks)."""
+    """Argument types of the library GEMM (tawa_xdsl.kernels.gemm) (f16, 128x128x64 blocks)."""
     blocks = ((128, 64), (128, 64), (128, 128))
     descs = [DescriptorArg(tl.float16, block) for block in blocks]
     return [*descs, *(ScalarArg(tl.int32) for _ in range(3))]
 
 
 def compile_gemm(**options: Any) -> Any:
-    matmul = example("gemm").matmul_kernel
     blocks = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
-    return matmul.compile(*gemm_args(), **blocks, **options)
+    return gemm.compile(*gemm_args(), **blocks, **options)
 
 
 # ------------------------------------------------------------------------------ options
@@ -90,7 +81,7 @@ def test_bad_launch_options_are_refused_in_one_line(options: dict, message: str)
 
 
 def test_a_jit_launch_refuses_unknown_options_naming_the_kernel() -> None:
-    with pytest.raises(TypeError, match=r"^matmul_kernel: unknown launch option 'num_stage'"):
+    with pytest.raises(TypeError, match=r"^gemm: unknown launch option 'num_stage'"):
         compile_gemm(num_stage=3)
     with pytest.raises(TypeError, match=r"^compile option stages: expected an int, got 2.0$"):
         CompileOptions(stages=2.0)  # type: ignore[arg-type]
@@ -124,7 +115,6 @@ def test_pingpong_launch_option_changes_the_kernel() -> None:
     """`pingpong=True` at launch makes the two attention consumer warpgroups take turns at
     their MMAs: named-barrier arrives and syncs around the P V wgmma, in the nvgpu IR and
     the PTX; without it there are none."""
-    attention = example("attention").attn_fwd
     f16, d, bm, bn = tl.float16, 64, 128, 128
     args = [
         DescriptorArg(f16, (1, bm, d)),
@@ -135,8 +125,8 @@ def test_pingpong_launch_option_changes_the_kernel() -> None:
         ScalarArg(tl.float32),
     ]
     meta = {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "CAUSAL": False, "verify": False}
-    plain = attention.compile(*args, **meta, mma_depth=1)
-    turns = attention.compile(*args, **meta, mma_depth=1, pingpong=True)
+    plain = attn_fwd.compile(*args, **meta, mma_depth=1)
+    turns = attn_fwd.compile(*args, **meta, mma_depth=1, pingpong=True)
     assert "nvgpu.named_barrier_arrive" not in plain.ir["nvgpu"]
     assert turns.ir["nvgpu"].count("nvgpu.named_barrier_arrive") >= 3
     assert "bar.arrive" not in plain.ir["ptx"] and "bar.arrive" in turns.ir["ptx"]
@@ -172,7 +162,6 @@ def test_tawa_opt_runs_the_same_pipeline(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_rings_that_do_not_fit_in_shared_memory_are_refused() -> None:
-    compile_attention = example("attention_compile").compile_attention
     assert compile_attention(head_dim=128, stages=3).smem_bytes <= SM90_MAX_SMEM_BYTES
     with pytest.raises(
         TawaError,
