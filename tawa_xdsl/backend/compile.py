@@ -7,7 +7,7 @@
     kernel.launch(grid, a, b, c, M, N, K)          # on the GPU (tawa_xdsl.runtime)
 
 The pipeline is the one `tawa-opt` runs: `tawa-warp-specialize{...}`, `lower-aref`,
-`lower-to-nvgpu`, then the `ptx` target.
+`lower-to-nvgpu`, `legalize-nvgpu`, then the `ptx` target.
 
 Kernel parameters (`CompiledKernel.params`, from `emit_ptx.kernel_params`): a scalar argument
 is one `.param`; a `!tile.desc` argument is five for rank 2 -- the CUtensorMap by value, the
@@ -27,15 +27,13 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
-from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
+from tawa_xdsl.backend.emit_ptx import KernelParam, SmemPlan, emit_ptx, kernel_params
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
 
 Grid = tuple[int, int, int]
-
-# The most dynamic shared memory one block may use on sm_90 (227 KiB, the opt-in limit).
-SM90_MAX_SMEM_BYTES = 232448
 
 
 @dataclass(frozen=True)
@@ -271,6 +269,7 @@ def lower_to_nvgpu_level(
 ) -> ModuleOp:
     """The pipeline of `compile_to_ptx` up to the nvgpu level (a new module); the IR of each
     stage ("aref", "mbarrier", "nvgpu") goes into `ir` when given."""
+    from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
     from tawa_xdsl.transforms.lower_aref import LowerArefPass
     from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
     from tawa_xdsl.transforms.warp_specialize import warp_specialize
@@ -293,6 +292,7 @@ def lower_to_nvgpu_level(
 
         check_module(ws)  # raises a one-line ProtocolError when a ring can go wrong
     _run([LowerToNvgpuPass(epilogue=opts.epilogue, pingpong=opts.pingpong)], ws)
+    _run([LegalizeNvgpuPass()], ws)
     stages["nvgpu"] = str(ws)
     return ws
 

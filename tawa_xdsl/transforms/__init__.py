@@ -57,6 +57,12 @@ def get_lower_to_nvgpu() -> type[ModulePass]:
     return LowerToNvgpuPass
 
 
+def get_legalize_nvgpu() -> type[ModulePass]:
+    from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
+
+    return LegalizeNvgpuPass
+
+
 def get_verify_pipeline() -> type[ModulePass]:
     from tawa_xdsl.verify.verify_pipeline import VerifyPipelinePass
 
@@ -73,5 +79,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "tawa-warp-specialize": get_warp_specialize,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
+        "legalize-nvgpu": get_legalize_nvgpu,
         "verify-pipeline": get_verify_pipeline,
     }

@@ -56,16 +56,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, WARPGROUP_THREADS, FragmentLayout, FragmentType
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.lower_to_nvgpu_attention import (
     FLOAT_BINARY,
     lower_attention_consumers,
 )
-
-WARPGROUP_THREADS = 128
 
 
 def _fail(op: Operation, message: str) -> PassFailedException:

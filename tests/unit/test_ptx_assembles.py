@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from xdsl.parser import Parser
 
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx, lower_to_nvgpu_level
+from tawa_xdsl.backend.emit_ptx import EmitError, emit_ptx
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
-from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects import make_context, nvgpu
+from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 
 GEMM = (Path(__file__).parents[2] / "examples" / "gemm.mlir").read_text()
 GEMM_BF16 = GEMM.replace("xf16>", "xbf16>")
@@ -129,3 +131,15 @@ def test_fp8_gemm_assembles_without_spills(block_n: int, options: CompileOptions
     assert result.ok and result.registers is not None, f"{_name(options)}:\n{result.log}"
     assert "0 bytes spill stores" in result.log, result.log
     assert kernel.smem_bytes <= 227 * 1024
+
+
+def test_the_printer_refuses_ir_that_legalize_nvgpu_has_not_seen():
+    module = lower_to_nvgpu_level(Parser(make_context(), GEMM).parse_module(), CompileOptions())
+    legalized = emit_ptx(module)
+    for op in module.walk():
+        if isinstance(op, nvgpu.WgmmaMmaAsyncOp):
+            op.a_desc_bits = op.a_desc_steps = None  # as lower-to-nvgpu leaves it
+    with pytest.raises(EmitError, match="has no descriptor plan; run legalize-nvgpu first"):
+        emit_ptx(module)
+    LegalizeNvgpuPass().apply(make_context(), module)
+    assert emit_ptx(module) == legalized  # the plans are a function of the op: idempotent
