@@ -33,9 +33,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
+from tawa_xdsl.backend.emit_ptx import KernelParam, SmemPlan, emit_ptx, kernel_params
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import make_context, nvgpu
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.runtime.launch import (
     Dim3,
@@ -44,15 +45,13 @@ from tawa_xdsl.runtime.launch import (
     launch_compiled,
     prepare_compiled,
 )
+from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
 from tawa_xdsl.transforms.persistent import persistent_launch
 from tawa_xdsl.transforms.set_registers import SetRegistersPass
 from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import check_module
-
-# The most dynamic shared memory one block may use on sm_90 (227 KiB, the opt-in limit).
-SM90_MAX_SMEM_BYTES = 232448
 
 
 @dataclass(frozen=True)
@@ -167,6 +166,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),
         ("mbarrier", LowerArefPass()),
         ("nvgpu", LowerToNvgpuPass(epilogue=options.epilogue, pingpong=options.pingpong)),
+        ("nvgpu", LegalizeNvgpuPass()),
     ]
 
 

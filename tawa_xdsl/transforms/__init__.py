@@ -63,6 +63,12 @@ def get_lower_to_nvgpu() -> type[ModulePass]:
     return LowerToNvgpuPass
 
 
+def get_legalize_nvgpu() -> type[ModulePass]:
+    from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
+
+    return LegalizeNvgpuPass
+
+
 def get_verify_pipeline() -> type[ModulePass]:
     from tawa_xdsl.verify.verify_pipeline import VerifyPipelinePass
 
@@ -80,5 +86,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "set-registers": get_set_registers,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
+        "legalize-nvgpu": get_legalize_nvgpu,
         "verify-pipeline": get_verify_pipeline,
     }

@@ -41,8 +41,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl import protocol
-from tawa_xdsl.backend.layout import WARPGROUP_THREADS
 from tawa_xdsl.dialects import aref, nvgpu, tile
+from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS
 from tawa_xdsl.transforms.ws_utils import error
 
 PASS = "lower-aref"

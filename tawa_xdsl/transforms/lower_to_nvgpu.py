@@ -42,13 +42,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, WARPGROUP_THREADS, FragmentType
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu import fragments, slots, stores, wgmma
 from tawa_xdsl.transforms.to_nvgpu.common import (
-    WARPGROUP_THREADS,
     Threads,
     detach_all,
     fail,

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl
 import tawa_xdsl.language as tl
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.descriptor import TensorDescriptor
 from tawa_xdsl.diagnostics import parse_module
 from tawa_xdsl.dialects import make_context

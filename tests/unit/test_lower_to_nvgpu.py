@@ -17,17 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.diagnostics import parse_module
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.fuzz.programs import GemmProgram
 from tawa_xdsl.fuzz.strategies import epilogue_chain
+from tawa_xdsl.kernels.attention import default_registers, tile_module
 
 ROOT = Path(__file__).parents[2]
-sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-from attention_compile import default_registers, tile_module  # noqa: E402
 from test_tma_store_epilogues_gpu import gemm_softmax_module  # noqa: E402
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")

@@ -16,9 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import tawa_xdsl.language as tl
+from tawa_xdsl.backend.emit_ptx import EmitError, emit_ptx
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
-from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, lower_to_nvgpu_level
+from tawa_xdsl.dialects import make_context, nvgpu
 from tawa_xdsl.kernels.gemm import gemm_tile_ir
+from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 
 # D in {1, 2, 4} (P <= D: P uses held at once need P slots), P in 1..3, 1 or 2 consumer
 # warpgroups, persistent or not: 24 kernels, assembled in parallel.
@@ -120,3 +123,15 @@ def test_fp8_gemm_assembles_without_spills(block_n: int, options: CompileOptions
     assert result.ok and result.registers is not None, f"{_name(options)}:\n{result.log}"
     assert "0 bytes spill stores" in result.log, result.log
     assert kernel.smem_bytes <= 227 * 1024
+
+
+def test_the_printer_refuses_ir_that_legalize_nvgpu_has_not_seen():
+    module = lower_to_nvgpu_level(gemm_tile_ir(), CompileOptions())
+    legalized = emit_ptx(module)
+    for op in module.walk():
+        if isinstance(op, nvgpu.WgmmaMmaAsyncOp):
+            op.a_desc_bits = op.a_desc_steps = None  # as lower-to-nvgpu leaves it
+    with pytest.raises(EmitError, match="has no descriptor plan; run legalize-nvgpu first"):
+        emit_ptx(module)
+    LegalizeNvgpuPass().apply(make_context(), module)
+    assert emit_ptx(module) == legalized  # the plans are a function of the op: idempotent

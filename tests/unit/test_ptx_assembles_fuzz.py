@@ -97,7 +97,7 @@ def test_widening_convert_unpacks_pairs() -> None:
 
 def test_float_select_predicates_follow_numpy_on_nan() -> None:
     """NaN: every numpy comparison is false except `!=`, so `ne` is the unordered `neu`."""
-    from tawa_xdsl.backend.emit_epilogue import SETP_F32
+    from tawa_xdsl.backend.emit_ptx.fragment import SETP_F32
     from tawa_xdsl.dialects.tile import ComparePredicate
 
     assert SETP_F32[ComparePredicate.NE] == "neu"

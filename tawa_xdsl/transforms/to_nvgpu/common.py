@@ -10,8 +10,6 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-WARPGROUP_THREADS = 128
-
 
 @dataclass
 class Threads:
