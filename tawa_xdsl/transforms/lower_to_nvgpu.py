@@ -514,16 +514,11 @@ class TmaEpilogue:
 
 def release_lag(body: Block) -> int:
     """How many wgmma groups may stay in flight when the body's releases run: the smallest
-    L over arrives on slot `(i - L) mod D` in `body`; 0 for any other release form."""
+    `tawa.lag` (what lower-aref copied from `aref.consumed ... lag(L)`) over the arrives in
+    `body`; 0 for an unlagged release."""
     lags = []
     for op in body.walk():
-        if not isinstance(op, nvgpu.MBarrierArriveOp):
-            continue
-        lag = 0
-        slot = op.slot.owner
-        if isinstance(slot, arith.RemUIOp | arith.RemSIOp):
-            use = slot.operands[0].owner
-            if isinstance(use, arith.SubiOp) and (value := _const(use.rhs)) is not None:
-                lag = max(value, 0)
-        lags.append(lag)
+        if isinstance(op, nvgpu.MBarrierArriveOp):
+            lag = op.attributes.get(aref.LAG_ATTR)
+            lags.append(lag.value.data if isinstance(lag, IntegerAttr) else 0)
     return min(lags) if lags else 0

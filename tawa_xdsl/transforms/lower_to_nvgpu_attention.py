@@ -561,15 +561,14 @@ class AttentionLowering:
 
 
 def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | None:
-    """The lookahead `scf.if` of `body` whose then-block issues an SS wgmma and waits."""
+    """The lookahead of `body` (the `scf.if` that `software-pipeline` marked stage 0 and that
+    yields the next iteration's S) and the `wait_group` its wgmma ends with."""
     for op in body.ops:
-        if not isinstance(op, scf.IfOp) or not op.false_region.blocks:
-            continue
-        then = op.true_region.block
-        mmas = [o for o in then.ops if isinstance(o, nvgpu.WgmmaMmaAsyncOp)]
-        waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
-        if len(mmas) == 1 and len(waits) == 1 and waits[0].pending.value.data == 0:
-            return op, waits[0]
+        if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0 and op.results:
+            then = op.true_region.block
+            waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
+            if len(waits) == 1:
+                return op, waits[0]
     return None
 
 
@@ -591,7 +590,7 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or pv.result not in terminator.operands:
         return False
     # A release inside the lookahead needs QK^T(j+1) done there: keep the synchronous form.
-    # (`pipeline.place_attention_releases` puts K(j+1)'s release after P V(j): this lowering
+    # (`place-releases` puts K(j+1)'s release after P V(j): this lowering
     # moves no release, so the protocol `tawa-verify` proves after `lower-aref` is the one the
     # GPU runs.)
     if any(isinstance(o, nvgpu.MBarrierArriveOp) for o in ahead.true_region.block.walk()):
