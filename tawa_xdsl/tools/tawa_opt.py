@@ -1,6 +1,6 @@
 """`tawa-opt`: xdsl-opt with the tawa dialects, passes and targets.
 
-    tawa-opt kernel.mlir -p 'partition,insert-aref{depth=3}' [-t ptx]
+    tawa-opt kernel.mlir -p 'partition,insert-aref,ring-depth{stages=3}' [-t ptx]
 
 Errors print as one `file:line:col: error: ...` line and exit 1; `--debug` shows the traceback.
 """

@@ -12,7 +12,7 @@ an arrive on slot `(i - L) mod D` needs only the MMAs older than L groups done),
 `wgmma_wait_group 0` after the loop. Any other result is read where it is (a softmax reads
 S, a branch yields it), so its wgmma is retired right after its commit (`wait_group 0`).
 
-**MMA overlap** (`overlap_mmas`, in a loop that `pipeline` gave a lookahead dot): the
+**MMA overlap** (`overlap_mmas`, in a loop that `software-pipeline` gave a lookahead dot): the
 lookahead wgmma (QK^T(j+1) of an attention) is issued at the top of iteration j and waited
 for only after the loop's RS wgmma (P V(j)), so it runs under the fragment math of j:
 
@@ -27,7 +27,7 @@ Nothing is in flight across the back edge and no register of an in-flight wgmma 
 written: otherwise ptxas serializes every wgmma of the kernel (C7514 when O was rescaled with
 P V(j-1) still in flight from the previous iteration, C7515 when the else-branch wrote zeros
 into the lookahead's accumulator; hence the undefined fragment, which only reaches the loop's
-unused result). No barrier op moves: `pipeline.place_attention_releases` put the releases
+unused result). No barrier op moves: `place-releases` put the releases
 there at the aref level, so the mbarrier-level protocol `tawa-verify` proves after
 `lower-aref` is the one the GPU runs.
 
@@ -44,7 +44,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentType
-from tawa_xdsl.transforms.to_nvgpu.common import constant_int as _const  # release_lag's name
 from tawa_xdsl.transforms.to_nvgpu.common import fail, insert_after, insert_before
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 
@@ -113,31 +112,25 @@ def schedule_loop(loop: scf.ForOp, pingpong: bool = False, warpgroups: int = 1) 
 
 def release_lag(body: Block) -> int:
     """How many wgmma groups may stay in flight when the body's releases run: the smallest
-    L over arrives on slot `(i - L) mod D` in `body`; 0 for any other release form."""
+    `tawa.lag` (what lower-aref copied from `aref.consumed ... lag(L)`) over the arrives in
+    `body`; 0 for an unlagged release."""
     lags = []
     for op in body.walk():
-        if not isinstance(op, nvgpu.MBarrierArriveOp):
-            continue
-        lag = 0
-        slot = op.slot.owner
-        if isinstance(slot, arith.RemUIOp | arith.RemSIOp):
-            use = slot.operands[0].owner
-            if isinstance(use, arith.SubiOp) and (value := _const(use.rhs)) is not None:
-                lag = max(value, 0)
-        lags.append(lag)
+        if isinstance(op, nvgpu.MBarrierArriveOp):
+            lag = op.attributes.get(aref.LAG_ATTR)
+            lags.append(lag.value.data if isinstance(lag, IntegerAttr) else 0)
     return min(lags) if lags else 0
 
 
 def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | None:
-    """The lookahead `scf.if` of `body` whose then-block issues an SS wgmma and waits."""
+    """The lookahead of `body` (the `scf.if` that `software-pipeline` marked stage 0 and that
+    yields the next iteration's S) and the `wait_group` its wgmma ends with."""
     for op in body.ops:
-        if not isinstance(op, scf.IfOp) or not op.false_region.blocks:
-            continue
-        then = op.true_region.block
-        mmas = [o for o in then.ops if isinstance(o, nvgpu.WgmmaMmaAsyncOp)]
-        waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
-        if len(mmas) == 1 and len(waits) == 1 and waits[0].pending.value.data == 0:
-            return op, waits[0]
+        if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0 and op.results:
+            then = op.true_region.block
+            waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
+            if len(waits) == 1:
+                return op, waits[0]
     return None
 
 
@@ -159,7 +152,7 @@ def overlap_mmas(loop: scf.ForOp) -> bool:
     if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or pv.result not in terminator.operands:
         return False
     # A release inside the lookahead needs QK^T(j+1) done there: keep the synchronous form.
-    # (`pipeline.place_attention_releases` puts K(j+1)'s release after P V(j): this lowering
+    # (`place-releases` puts K(j+1)'s release after P V(j): this lowering
     # moves no release, so the protocol `tawa-verify` proves after `lower-aref` is the one the
     # GPU runs.)
     if any(isinstance(o, nvgpu.MBarrierArriveOp) for o in ahead.true_region.block.walk()):
@@ -233,12 +226,7 @@ def ping_pong(loop: scf.ForOp) -> None:
     pv = next(op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp))
     fence = pv.prev_op
     anchor = fence if isinstance(fence, nvgpu.WgmmaFenceOp) else pv
-    ahead = next(
-        op
-        for op in body.ops
-        if isinstance(op, scf.IfOp)
-        and any(isinstance(o, nvgpu.WgmmaMmaAsyncOp) for o in op.true_region.block.ops)
-    )
+    ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
     mine, other = PINGPONG_BARRIERS
     wg = aref.WarpgroupIndexOp()
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")

@@ -2,9 +2,9 @@
 // inits in CTA thread 0; groups become an scf.if chain on the warpgroup index with setmaxnreg;
 // the TMA producer runs in thread 0; consumer tiles become fragments op by op, whatever the
 // kernel computes; dots on smem slots become fence/wgmma/commit, releases run in thread 0 of
-// each warpgroup after wait_group(lag of the release), and stores become clipped fragment
-// stores, or (`epilogue=tma`, prefix TMA) staged TMA stores. The whole programs of
-// examples/ through the pipeline: lower-to-nvgpu-examples.mlir.
+// each warpgroup after wait_group(the `tawa.lag` lower-aref wrote on the release), and stores
+// become clipped fragment stores, or (`epilogue=tma`, prefix TMA) staged TMA stores. The whole
+// programs of examples/ through the pipeline: lower-to-nvgpu-examples.mlir.
 // RUN: tawa-opt %s --split-input-file -p lower-to-nvgpu | filecheck %s
 // RUN: tawa-opt %s --split-input-file -p "lower-to-nvgpu{epilogue=tma}" | filecheck %s --check-prefix=TMA
 // RUN: tawa-opt %s --split-input-file -p lower-to-nvgpu -t ptx > /dev/null
@@ -111,7 +111,7 @@ func.func @coop_p2(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<128x64xf
         scf.if %late {
           %old = arith.subi %j, %k1 : i32
           %old_slot = arith.remui %old, %k2 : i32
-          nvgpu.mbarrier_arrive %empty[%old_slot] : !nvgpu.mbarrier<2>
+          nvgpu.mbarrier_arrive %empty[%old_slot] {tawa.lag = 1 : i32} : !nvgpu.mbarrier<2>
         }
         scf.yield %next : tensor<64x128xf32>
       }
@@ -120,7 +120,7 @@ func.func @coop_p2(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<128x64xf
       scf.for %d = %from to %k_tiles step %k1 : i32 {
         %drain_slot = arith.remui %d, %k2 : i32
         nvgpu.mbarrier_arrive %empty[%drain_slot] : !nvgpu.mbarrier<2>
-      }
+      } {tawa.drain = 1 : i32}
       %c = tile.convert %acc : tensor<64x128xf32> -> tensor<64x128xf16>
       %out_m = arith.addi %coff_m, %row : i32
       tile.store_slice %c_desc[%out_m, %off_n], %c : !tile.desc<128x128xf16>, tensor<64x128xf16>
