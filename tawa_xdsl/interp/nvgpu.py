@@ -206,7 +206,7 @@ def collective(ev: Evaluator, op: Operation) -> Warpgroup:
     """The warpgroup running `op`, which all 128 of its threads must execute together."""
     wg = warpgroup(ev)
     if not wg.mask.all():
-        raise error(op, f"must be executed by all 128 threads of the warpgroup, got {wg.mask.sum()}")
+        raise error(op, f"must be run by all 128 threads of the warpgroup, got {wg.mask.sum()}")
     return wg
 
 
@@ -619,7 +619,9 @@ def _load_columns(ev: Evaluator, op: nvgpu.FragmentLoadColumnsOp, operands: list
 # ---------------------------------------------------------------- threads and registers
 
 
-def _named_arrive(ev: Evaluator, op: Operation, ident: int, threads: int) -> tuple[NamedBarrier, int]:
+def _named_arrive(
+    ev: Evaluator, op: Operation, ident: int, threads: int
+) -> tuple[NamedBarrier, int]:
     bar = shared(ev).named.setdefault(ident, NamedBarrier())
     if bar.arrived == 0:
         bar.threads = threads
@@ -651,7 +653,9 @@ def _cta_barrier(ev: Evaluator, op: Operation, operands: list[Any]) -> Generator
     return (yield from _bar_sync(ev, op, 0, shared(ev).threads))
 
 
-def _named_arrive_op(ev: Evaluator, op: nvgpu.NamedBarrierArriveOp, operands: list[Any]) -> Generator:
+def _named_arrive_op(
+    ev: Evaluator, op: nvgpu.NamedBarrierArriveOp, operands: list[Any]
+) -> Generator:
     yield from point(op)
     _named_arrive(ev, op, op.barrier_id.value.data, op.threads.value.data)
     return ()
