@@ -565,22 +565,26 @@ def _wait_group(ev: Evaluator, op: nvgpu.WgmmaWaitGroupOp, operands: list[Any]) 
 # ------------------------------------------------------------ fragments and memory
 
 
+def per_value(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A uniform or per-thread (`[128]`) operand as one number per thread and value."""
+    return np.broadcast_to(np.asarray(value, np.int64).reshape(-1, 1), shape)
+
+
 def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any]) -> tuple:
     """Each active thread writes its values into the slot (a wider fragment: into slots
     `slot`, `slot + 1`, ..., one column slab each), from row `row` on."""
     value, smem, slot, *row = operands
     values = fragment_value(op, value)
-    wg = warpgroup(ev)
+    mask = warpgroup(ev).mask
     rows, cols = coords_of(op.value.type)
     slab = smem.type.slot_shape[-1]
-    for t in wg.threads():
-        first = int(at(row[0], t)) if row else 0
-        for k in np.unique(cols[t] // slab):
-            index = int(at(slot, t)) + int(k)
-            target = begin_write(op, smem, index)
-            mine = cols[t] // slab == k
-            target.data[rows[t][mine] + first, cols[t][mine] % slab] = values[t][mine]
-            target.written = True
+    slots = per_value(slot, values.shape) + cols // slab
+    rows = rows + (per_value(row[0], values.shape) if row else 0)
+    for index in np.unique(slots[mask]):
+        target = begin_write(op, smem, int(index))
+        mine = (slots == index) & mask[:, None]
+        target.data[rows[mine], cols[mine] % slab] = values[mine]
+        target.written = True
     return ()
 
 
@@ -591,21 +595,18 @@ def _fragment_store_global(
     element r to `[lead..., row, col + r]`, written by the first thread of each quad."""
     value, desc, *offsets = operands
     values = fragment_value(op, value)
-    wg = warpgroup(ev)
+    threads = warpgroup(ev).mask.copy()
     coords = coords_of(op.value.type)
-    threads = wg.mask.copy()
     if len(coords) == 1:
         threads &= np.arange(WARPGROUP_THREADS) % 4 == 0
         coords = (np.zeros_like(coords[0]), coords[0])
-    array = desc.array
-    for t in np.flatnonzero(threads):
-        index = [np.full(values.shape[1], int(at(o, t))) for o in offsets[:-2]]
-        index += [c[t] + int(at(o, t)) for c, o in zip(coords, offsets[-2:], strict=True)]
-        inside = np.ones(values.shape[1], bool)
-        for i, extent in zip(index, array.shape, strict=True):
-            inside &= (i >= 0) & (i < extent)
-        array[tuple(i[inside] for i in index)] = values[t][inside]
-    shared(ev).written.add(id(array))
+    index = [per_value(o, values.shape) for o in offsets[:-2]]
+    index += [c + per_value(o, values.shape) for c, o in zip(coords, offsets[-2:], strict=True)]
+    inside = np.broadcast_to(threads[:, None], values.shape).copy()
+    for i, extent in zip(index, desc.array.shape, strict=True):
+        inside &= (i >= 0) & (i < extent)
+    desc.array[tuple(i[inside] for i in index)] = values[inside]
+    shared(ev).written.add(id(desc.array))
     return ()
 
 
