@@ -21,7 +21,9 @@ Hardware semantics modelled:
   `nvgpu.wgmma_wait_group` retires its commit group (wait_group N leaves the N newest groups
   in flight). A write into a slot that an unretired wgmma still reads -- the producer refilling
   a slot released too early -- is an error naming both ops, as is reading a result before its
-  group retired;
+  group retired, or issuing one on a slot a copy still writes. (Since any write between issue
+  and retirement is an error, a read at any moment in between sees the same data: retiring
+  is the one read point modelled.)
 * `nvgpu.tma_store` reads its slot and writes global memory at a scheduler-chosen moment after
   `nvgpu.tma_store_commit`; `nvgpu.tma_store_wait N` blocks until at most N of the thread's
   groups are unread; writing a slot a store still reads is an error;
@@ -442,6 +444,22 @@ def _land(
     bar.complete_tx(op, block.nbytes)
 
 
+def _smem_store(ev: Evaluator, op: nvgpu.SmemStoreOp, operands: list[Any]) -> tuple[()]:
+    """Every active thread stores the (uniform) tile: the same bytes, once in effect."""
+    value, smem, slot = operands
+    if warpgroup(ev).mask.any():
+        target = begin_write(op, smem, int(uniform(op, slot, warpgroup(ev).mask)))
+        target.data, target.written = np.array(value, copy=True), True
+    return ()
+
+
+def _smem_load(ev: Evaluator, op: nvgpu.SmemLoadOp, operands: list[Any]) -> Generator:
+    smem, slot = operands
+    yield from point(op)
+    index = int(uniform(op, slot, warpgroup(ev).mask))
+    return (readable(op, smem, index).data.copy(),)
+
+
 def _tma_store(ev: Evaluator, op: nvgpu.TmaStoreOp, operands: list[Any]) -> tuple[()]:
     desc, *rest = operands
     offsets, (smem, slot) = rest[: len(op.offsets)], rest[len(op.offsets) :]
@@ -712,6 +730,8 @@ NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     nvgpu.CtaBarrierOp: _cta_barrier,
     nvgpu.SmemAllocOp: _alloc_smem,
     nvgpu.TmaLoadOp: _tma_load,
+    nvgpu.SmemStoreOp: _smem_store,
+    nvgpu.SmemLoadOp: _smem_load,
     nvgpu.TmaStoreOp: _tma_store,
     nvgpu.TmaStoreCommitOp: _tma_store_commit,
     nvgpu.TmaStoreWaitOp: _tma_store_wait,
