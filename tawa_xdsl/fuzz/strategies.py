@@ -218,5 +218,6 @@ def cases(draw: st.DrawFn, gpu: bool = False, kind: str | None = None) -> Case:
         options=draw(options(program, gpu), label="options"),
         aref_schedule=draw(schedules(), label="aref schedule"),
         mbarrier_schedule=draw(schedules(), label="mbarrier schedule"),
+        nvgpu_schedule=draw(schedules(), label="nvgpu schedule"),
         levels=levels,
     )

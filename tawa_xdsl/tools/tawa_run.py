@@ -3,6 +3,13 @@
     tawa-run examples/gemm.mlir --grid 6 --args a=randn:300x100:f16 b=randn:200x100:f16 \\
         c=zeros:300x200:f16 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
 
+`--level nvgpu` runs the kernel as the GPU would, thread by thread, in the nvgpu-level
+interpreter (`tawa_xdsl.interp.nvgpu`): a tile kernel is first compiled to that level
+(`--stages`, `--mma-depth`, `--consumers`, `--epilogue` as for `tawa-warp-specialize` and
+`lower-to-nvgpu`); a module already at the nvgpu level (the output of `tawa-opt -p
+'tawa-warp-specialize{...},lower-aref,lower-to-nvgpu'`) runs as it is. `--schedule` picks
+the interleaving of warpgroups and copies (a policy name or a seed).
+
 Arguments are positional, one spec per kernel parameter, in the kernel's order:
 
     [NAME=]KIND:SHAPE[:DTYPE]   an array; KIND is zeros, ones, randn (standard normal),
@@ -37,14 +44,19 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    ModuleOp,
     i32,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
 from tawa_xdsl.diagnostics import TawaError, op_location, parse_file
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
+from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.tile import KernelArgumentError, find_kernel, run_kernel
 
 T = TypeVar("T")
@@ -220,7 +232,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=_seed, default=0, help="seed of randn/rand (default 0)")
     parser.add_argument("--save", metavar="OUT.npz", help="write the stored arrays here")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--level",
+        choices=("tile", "nvgpu"),
+        default="tile",
+        help="the interpreter: tile (default) or nvgpu (per thread, after lower-to-nvgpu)",
+    )
+    defaults = CompileOptions()
+    parser.add_argument("--stages", type=int, default=defaults.stages, help="ring depth D")
+    parser.add_argument("--mma-depth", type=int, default=defaults.mma_depth, help="MMA depth P")
+    parser.add_argument("--consumers", type=int, default=defaults.consumers)
+    parser.add_argument("--epilogue", choices=("global", "tma"), default=defaults.epilogue)
+    parser.add_argument(
+        "--schedule", default="random", help="nvgpu level: a schedule policy or a seed"
+    )
     return parser
+
+
+def nvgpu_level(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
+    """The module at the nvgpu level: as it is, or compiled there with the options given."""
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if any(THREADS_ATTR in k.attributes for k in kernels):
+        return module
+    options = CompileOptions(
+        stages=args.stages,
+        mma_depth=args.mma_depth,
+        consumers=args.consumers,
+        epilogue=args.epilogue,
+        verify=False,
+    )
+    try:
+        return lower_to_nvgpu_level(module, options)
+    except (PassFailedException, VerifyException, ValueError) as error:
+        raise TawaError(
+            f"{args.input}: error: cannot compile to the nvgpu level: {error}"
+        ) from error
+
+
+def _schedule(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
 
 
 def _seed(text: str) -> int:
@@ -248,7 +298,13 @@ def run(args: argparse.Namespace) -> list[str]:
         for i, (spec, param) in enumerate(zip(specs, params, strict=True))
     ]
     try:
-        written = run_kernel(module, grid, values, kernel=kernel.sym_name.data)
+        if args.level == "nvgpu":
+            lowered = nvgpu_level(module, args)
+            name = kernel.sym_name.data
+            schedule = _schedule(args.schedule)
+            written = run_nvgpu_kernel(lowered, grid, values, kernel=name, schedule=schedule)
+        else:
+            written = run_kernel(module, grid, values, kernel=kernel.sym_name.data)
     except KernelArgumentError as error:
         raise _located(kernel, str(error)) from error
     names = {id(v): s.name for s, v in zip(specs, values, strict=True)}

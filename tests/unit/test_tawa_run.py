@@ -246,3 +246,43 @@ def test_console_script() -> None:
     assert result.returncode == 1
     assert result.stderr == f"tawa-run: {GEMM}:5:1: error: @gemm takes 6 arguments, got 2\n"
     assert result.stdout == ""
+
+
+# ----------------------------------------------------------------------- the nvgpu level
+
+
+def test_nvgpu_level_reports_what_the_tile_level_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--level nvgpu` compiles the tile kernel (D3 P2, two consumers) and runs it thread by
+    thread; GEMM is exact at that level, so the report is the same line."""
+    status, tile_out, _ = run_main([GEMM, "--grid", "6", "--args", *GEMM_ARGS], capsys)
+    argv = [GEMM, "--grid", "6", "--level", "nvgpu", "--stages", "3", "--consumers", "2"]
+    status_nvgpu, nvgpu_out, err = run_main([*argv, "--args", *GEMM_ARGS], capsys)
+    assert (status, status_nvgpu, err) == (0, 0, "")
+    assert nvgpu_out == tile_out
+
+
+def test_nvgpu_level_runs_lowered_ir_and_refuses_what_cannot_lower(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lowered = tmp_path / "gemm_nvgpu.mlir"
+    pipeline = "tawa-warp-specialize{stages=2 mma-depth=1 consumers=1},lower-aref,lower-to-nvgpu"
+    text = subprocess.run(
+        [sys.executable, "-m", "tawa_xdsl.tools.tawa_opt", GEMM, "-p", pipeline],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    lowered.write_text(text)
+    status, out, err = run_main(
+        [str(lowered), "--grid", "6", "--level", "nvgpu", "--args", *GEMM_ARGS], capsys
+    )
+    assert (status, err) == (0, "") and out.startswith("c: 300x200 float16")
+    bad = tmp_path / "copy.mlir"
+    bad.write_text(BF16_KERNEL)
+    status, _, err = run_main(
+        [str(bad), "--grid", "1", "--level", "nvgpu", "--args", "randn:4x8", "zeros:4x8"], capsys
+    )
+    assert status == 1 and err.startswith(f"tawa-run: {bad}: error: cannot compile to the nvgpu")
+    assert len(err.splitlines()) == 1
