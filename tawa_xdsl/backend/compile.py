@@ -28,14 +28,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR, KernelParam, SmemPlan, emit_ptx, kernel_params
-from tawa_xdsl.diagnostics import TawaError
+from tawa_xdsl.diagnostics import TawaError, verify_module
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.transforms.smem_budget import SM90_MAX_SMEM_BYTES, SharedMemoryError
 
 Grid = tuple[int, int, int]
-
-# The most dynamic shared memory one block may use on sm_90 (227 KiB, the opt-in limit).
-SM90_MAX_SMEM_BYTES = 232448
 
 
 @dataclass(frozen=True)
@@ -201,7 +199,7 @@ def _run(passes: Sequence[Any], module: ModuleOp) -> ModuleOp:
     ctx = make_context()
     for p in passes:
         p.apply(ctx, module)
-    module.verify()
+    verify_module(module)  # a broken op is named by its place, in one line
     return module
 
 
@@ -239,20 +237,20 @@ def compile_to_ptx(
         raise ValueError(f"compile_to_ptx needs a module with one kernel, got {len(kernels)}")
     arg_count = len(kernels[0].body.block.args)
     ws = lower_to_nvgpu_level(module, opts, ir)
-    ptx = emit_ptx(ws)
-    ir["ptx"] = ptx
-    if on_stage is not None:
-        for stage, text in ir.items():
-            on_stage(stage, text)
     kernel = next(op for op in ws.ops if isinstance(op, func.FuncOp))
-    threads = kernel.attributes[THREADS_ATTR]
     smem_bytes = SmemPlan.of(kernel).bytes
-    if smem_bytes > SM90_MAX_SMEM_BYTES:
+    if smem_bytes > SM90_MAX_SMEM_BYTES:  # refused before any PTX is printed
         raise TawaError(
             f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
             f"of shared memory with {opts.stages}-deep rings; an sm_90 block may use at most "
             f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
         )
+    ptx = emit_ptx(ws)
+    ir["ptx"] = ptx
+    if on_stage is not None:
+        for stage, text in ir.items():
+            on_stage(stage, text)
+    threads = kernel.attributes[THREADS_ATTR]
     return CompiledKernel(
         ptx=ptx,
         name=kernel.sym_name.data,
@@ -299,8 +297,12 @@ def lower_to_nvgpu_level(
 
 def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:
     """The dynamic shared memory (bytes) `compile_to_ptx(module, options)` gives the kernel,
-    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only."""
-    ws = lower_to_nvgpu_level(module, replace(options, verify=False))
+    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only (rings
+    already too deep are refused at the aref level, which says how much they need)."""
+    try:
+        ws = lower_to_nvgpu_level(module, replace(options, verify=False))
+    except SharedMemoryError as error:
+        return error.need
     kernel = next(op for op in ws.ops if isinstance(op, func.FuncOp))
     return SmemPlan.of(kernel).bytes
 

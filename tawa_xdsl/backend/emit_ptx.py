@@ -50,6 +50,7 @@ from tawa_xdsl.backend.ptx import (
 from tawa_xdsl.dialects import nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType, MBarrierType, SmemType
 from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.transforms.smem_budget import SM90_MAX_SMEM_BYTES
 
 THREADS_ATTR = "nvgpu.threads"
 SMEM_ALIGN = 1024  # every buffer starts on the 128B-swizzle repeat (hopper-ptx.md §3.1)
@@ -1121,6 +1122,13 @@ def emit_ptx(module: ModuleOp) -> str:
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if not kernels:
         raise EmitError("emit-ptx: the module has no func.func kernel")
+    for kernel in kernels:
+        need = SmemPlan.of(kernel).bytes
+        if need > SM90_MAX_SMEM_BYTES:
+            raise EmitError(
+                f"emit-ptx: @{kernel.sym_name.data} needs {need} bytes of shared memory; an "
+                f"sm_90 block may use at most {SM90_MAX_SMEM_BYTES}"
+            )
     texts = [KernelPrinter(kernel).print() for kernel in kernels]
     header_end = texts[0].index(".visible")
     return texts[0] + "".join(t[header_end:] for t in texts[1:])

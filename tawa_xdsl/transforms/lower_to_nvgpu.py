@@ -57,6 +57,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tawa_xdsl.backend.emit_ptx import THREADS_ATTR
+from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
 from tawa_xdsl.dialects.tile import DescType
@@ -69,7 +70,7 @@ WARPGROUP_THREADS = 128
 
 
 def _fail(op: Operation, message: str) -> PassFailedException:
-    return PassFailedException(f"lower-to-nvgpu: '{op.name}' {message}")
+    return PassFailedException(f"{op_location(op)}: error: lower-to-nvgpu: '{op.name}' {message}")
 
 
 def _const(value: SSAValue) -> int | None:
@@ -127,6 +128,8 @@ class SmemView:
 EPILOGUES = ("global", "tma")
 EPILOGUE_BARRIER_ID = 2  # the consumers' staging barrier (lower-aref's producer barrier is 1)
 SWIZZLE_BYTES = 128
+# The ops that may read a tile still in its smem slot (a view); any other use is refused.
+SLOT_VIEW_USERS = (tile.DotOp, tile.ExtractSliceOp, tile.TransOp)
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,8 @@ class ConsumerLowering:
         self.dead = outer
 
     def op(self, op: Operation) -> None:
+        if not isinstance(op, SLOT_VIEW_USERS) and any(v in self.views for v in op.operands):
+            raise _fail(op, "uses a loaded tile other than as a tl.dot operand (not lowered yet)")
         match op:
             case nvgpu.SmemLoadOp():
                 self.views[op.result] = SmemView(op.buf, op.slot)

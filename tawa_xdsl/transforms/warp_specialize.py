@@ -33,6 +33,7 @@ from tawa_xdsl.transforms.insert_aref import InsertArefPass
 from tawa_xdsl.transforms.partition import PartitionPass
 from tawa_xdsl.transforms.persistent import PersistentPass, persistent_launch
 from tawa_xdsl.transforms.pipeline import PipelinePass
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
 
 __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
 
@@ -71,6 +72,7 @@ class WarpSpecializePass(ModulePass):
         for p in passes:
             p.apply(ctx, op)
             verify_module(op)
+        check_shared_memory(op)  # the ring depth is known: refuse before any proof or lowering
 
 
 def warp_specialize(
