@@ -35,6 +35,7 @@ import json
 import math
 import sys
 import types
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -187,21 +188,27 @@ class Autotuner:
         import tempfile
 
         path = self._disk_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {
             "kernel": self._name(),
             "key": [str(k) for k in key],
             "best": best.to_json(),
             "timings_ms": [[c.to_json(), t] for c, t in timings.items()],
         }
-        fd, temp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(data, handle, default=str)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w") as handle:
+                    json.dump(data, handle, default=str)
+                os.replace(temp, path)
+            finally:
+                Path(temp).unlink(missing_ok=True)
+        except OSError as error:  # the winner still launches; only the disk copy is lost
+            warnings.warn(
+                f"autotune: {self._name()}: cannot save the winner under {path.parent}: "
+                f"{error.strerror or error}; it is cached in memory only",
+                stacklevel=3,
+            )
 
     # --------------------------------------------------------------------------- search
 

@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from tawa_xdsl.backend.emit_ptx import KernelParam, SmemPlan, emit_ptx, kernel_params
-from tawa_xdsl.diagnostics import TawaError
+from tawa_xdsl.diagnostics import TawaError, verify_module
 from tawa_xdsl.dialects import make_context, nvgpu
 from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
@@ -50,6 +50,7 @@ from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
 from tawa_xdsl.transforms.persistent import persistent_launch
 from tawa_xdsl.transforms.set_registers import SetRegistersPass
+from tawa_xdsl.transforms.smem_budget import SharedMemoryError
 from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import check_module
 
@@ -187,7 +188,7 @@ def lower_to_nvgpu_level(
     for level, steps in groupby(pipeline(options), key=lambda step: step[0]):
         for _, step in steps:
             step.apply(ctx, lowered)
-            lowered.verify()
+            verify_module(lowered)  # a broken op is named by its place, in one line
         levels[level] = str(lowered)
         if level == "mbarrier" and options.verify:
             check_module(lowered)
@@ -261,20 +262,20 @@ def compile_to_ptx(
         raise ValueError(f"compile_to_ptx needs a module with one kernel, got {len(kernels)}")
     arg_count = len(kernels[0].body.block.args)
     lowered = lower_to_nvgpu_level(module, opts, ir)
-    ptx = emit_ptx(lowered)
-    ir["ptx"] = ptx
-    if on_stage is not None:
-        for stage, text in ir.items():
-            on_stage(stage, text)
     kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
-    threads = kernel.attributes[THREADS_ATTR]
     smem_bytes = SmemPlan.of(kernel).bytes
-    if smem_bytes > SM90_MAX_SMEM_BYTES:
+    if smem_bytes > SM90_MAX_SMEM_BYTES:  # refused before any PTX is printed
         raise TawaError(
             f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
             f"of shared memory with {opts.stages}-deep rings; an sm_90 block may use at most "
             f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
         )
+    ptx = emit_ptx(lowered)
+    ir["ptx"] = ptx
+    if on_stage is not None:
+        for stage, text in ir.items():
+            on_stage(stage, text)
+    threads = kernel.attributes[THREADS_ATTR]
     return CompiledKernel(
         ptx=ptx,
         name=kernel.sym_name.data,
@@ -290,7 +291,11 @@ def compile_to_ptx(
 
 def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:
     """The dynamic shared memory (bytes) `compile_to_ptx(module, options)` gives the kernel,
-    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only."""
-    lowered = lower_to_nvgpu_level(module, replace(options, verify=False))
+    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only (rings
+    already too deep are refused at the aref level, which says how much they need)."""
+    try:
+        lowered = lower_to_nvgpu_level(module, replace(options, verify=False))
+    except SharedMemoryError as error:
+        return error.need
     kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
     return SmemPlan.of(kernel).bytes

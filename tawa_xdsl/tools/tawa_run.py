@@ -1,7 +1,7 @@
 """`tawa-run`: run a tile kernel in the numpy interpreter from the command line.
 
-    tawa-run examples/gemm.mlir --grid 6 --args a=randn:300x100:f16 b=randn:200x100:f16 \\
-        c=zeros:300x200:f16 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
+    tawa-run examples/gemm.mlir --grid 6 --args a_desc=randn:300x100:f16 b_desc=randn:200x100 \\
+        c_desc=zeros:300x200 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
 
 `--level nvgpu` runs the kernel as the GPU would, thread by thread, in the nvgpu-level
 interpreter (`tawa_xdsl.interp.nvgpu`): a tile kernel is first compiled to that level
@@ -19,7 +19,9 @@ Arguments are positional, one spec per kernel parameter, in the kernel's order:
     [NAME=]npy:PATH             an array loaded from a .npy file
     [NAME=]VALUE                a scalar: 300, 0.125, -inf
 
-NAME labels the argument in the output and in the .npz file (default: arg0, arg1, ...).
+NAME, when given, must be the parameter's name in the IR (`a_desc` for `%a_desc`); it labels
+the argument in the output and in the .npz file (default: arg0, arg1, ...). The grid's sizes
+are at least 1.
 For each array the kernel stored to, one line gives its shape, dtype, a summary (sum, mean,
 min, max, NaN count) and a checksum of its bytes. Errors print one line and exit 1;
 `--debug` shows the traceback.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -114,7 +117,10 @@ def _scalar_literal(text: str) -> str:
 def parse_grid(text: str) -> tuple[int, ...]:
     if not re.fullmatch(r"[0-9]+(,[0-9]+){0,2}", text):
         raise SpecError(f"--grid: bad grid {text!r} (expected 1 to 3 sizes such as 4,1,1)")
-    return tuple(int(g) for g in text.split(","))
+    grid = tuple(int(g) for g in text.split(","))
+    if 0 in grid:  # no program would run: nothing stored, nothing to report
+        raise SpecError(f"--grid: every size must be at least 1, got {text!r}")
+    return grid
 
 
 # ------------------------------------------------------------------------ making values
@@ -167,25 +173,38 @@ def _scalar(text: str) -> int | float:
         return float(text)
 
 
+# Elements generated at a time: values are drawn in float64 and rounded through float32 (so a
+# seed gives the same array in every dtype), a chunk at a time, so that only the result is
+# allocated at full size.
+CHUNK = 1 << 20
+
+
 def _array(kind: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator):
+    size = math.prod(shape)
     try:
-        return _filled(kind, shape, rng).astype(np.float32).astype(dtype)
-    except MemoryError as error:
-        raise SpecError(f"cannot allocate a {'x'.join(map(str, shape))} array: {error}") from None
+        out = np.empty(size, dtype)
+    except (MemoryError, ValueError):
+        gib = size * dtype.itemsize / 2**30
+        raise SpecError(
+            f"cannot allocate a {'x'.join(map(str, shape))} {dtype.name} array ({gib:.1f} GiB)"
+        ) from None
+    for start in range(0, size, CHUNK):
+        count = min(CHUNK, size - start)
+        out[start : start + count] = _filled(kind, start, count, rng).astype(np.float32)
+    return out.reshape(shape)
 
 
-def _filled(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def _filled(kind: str, start: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Elements start .. start + count of a row-major array of `kind` (rng draws in order)."""
     if kind == "zeros":
-        values = np.zeros(shape)
-    elif kind == "ones":
-        values = np.ones(shape)
-    elif kind == "randn":
-        values = rng.standard_normal(shape)
-    elif kind == "rand":
-        values = rng.random(shape)
-    else:
-        values = np.arange(int(np.prod(shape))).reshape(shape)
-    return values
+        return np.zeros(count)
+    if kind == "ones":
+        return np.ones(count)
+    if kind == "randn":
+        return rng.standard_normal(count)
+    if kind == "rand":
+        return rng.random(count)
+    return np.arange(start, start + count, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------- reporting
@@ -292,6 +311,14 @@ def run(args: argparse.Namespace) -> list[str]:
     if len(specs) != len(params):
         message = f"@{kernel.sym_name.data} takes {len(params)} arguments, got {len(specs)}"
         raise _located(kernel, message)
+    for i, (text, param) in enumerate(zip(args.args, params, strict=True)):
+        named = text.rpartition("=")[0] if "=" in text else None
+        if named is not None and param.name_hint is not None and named != param.name_hint:
+            message = (
+                f"--args: argument {i} is named '{named}', but parameter {i} of "
+                f"@{kernel.sym_name.data} is '{param.name_hint}'"
+            )
+            raise _located(kernel, message)
     rng = np.random.default_rng(args.seed)
     values = [
         _in_context(i, args.args[i], make_value, spec, param.type, rng)

@@ -276,4 +276,7 @@ class LowerArefPass(ModulePass):
     name = "lower-aref"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(o.dialect_name() == "aref" for o in op.walk()):  # tile IR: nothing to do
+            kernel = next((k for k in op.ops if k.name == "func.func"), op)
+            raise error(kernel, PASS, "no aref ops to lower: run tawa-warp-specialize first")
         lower_arefs(op)

@@ -60,6 +60,12 @@ from tawa_xdsl.transforms.to_nvgpu.masks import Masks
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 from tawa_xdsl.transforms.to_nvgpu.stores import EPILOGUES, TmaEpilogue
 
+# The ops that may read a tile still in its smem slot (a view); any other use is refused.
+SLOT_VIEW_USERS = (
+    tile.DotOp, tile.ExtractSliceOp, tile.TransOp, tile.ReshapeOp, tile.ConvertOp
+)  # fmt: skip
+
+
 # ------------------------------------------------------------------------------- the pass
 
 
@@ -243,6 +249,12 @@ class ConsumerLowering:
         self.dead.append(op)
 
     def op(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
+        if not isinstance(op, SLOT_VIEW_USERS) and any(v in self.views for v in op.operands):
+            raise fail(
+                op,
+                "uses a loaded tile other than as a tl.dot operand or a vector read "
+                "(not lowered yet)",
+            )
         match op:
             # smem slots
             case nvgpu.SmemLoadOp():

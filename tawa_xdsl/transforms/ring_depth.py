@@ -22,6 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import aref
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
 from tawa_xdsl.transforms.ws_utils import error, find_kernel, in_loop
 
 PASS = "ring-depth"
@@ -57,3 +58,4 @@ class RingDepthPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         set_ring_depth(find_kernel(op, PASS), self.stages)
+        check_shared_memory(op)  # the depth is known: refuse before any proof or lowering

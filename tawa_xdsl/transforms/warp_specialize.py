@@ -38,6 +38,7 @@ from tawa_xdsl.transforms.partition import PartitionPass
 from tawa_xdsl.transforms.persistent import PersistentPass, persistent_launch
 from tawa_xdsl.transforms.place_releases import PlaceReleasesPass
 from tawa_xdsl.transforms.ring_depth import RingDepthPass
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
 from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
 
 __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
@@ -79,6 +80,7 @@ class WarpSpecializePass(ModulePass):
         for p in passes:
             p.apply(ctx, op)
             verify_module(op)
+        check_shared_memory(op)  # the ring depth is known: refuse before any proof or lowering
 
 
 def warp_specialize(

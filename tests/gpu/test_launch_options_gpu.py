@@ -33,7 +33,7 @@ def gemm_launch(m: int, n: int, k: int, options: dict) -> tuple[np.ndarray, np.n
     descs = [make(a, [128, 64]), make(b, [128, 64]), make(c, [128, 128])]
     blocks = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
     grid = (-(-m // 128) * -(-n // 128),)
-    compiled = gemm.matmul_kernel[grid](*descs, m, n, k, **blocks, **options, interpret=False)
+    compiled = gemm.gemm[grid](*descs, m, n, k, **blocks, **options, interpret=False)
     expected = a.astype(np.float32) @ b.astype(np.float32).T
     return c, expected, compiled
 

@@ -165,7 +165,8 @@ def test_rings_that_do_not_fit_in_shared_memory_are_refused() -> None:
     assert compile_attention(head_dim=128, stages=3).smem_bytes <= SM90_MAX_SMEM_BYTES
     with pytest.raises(
         TawaError,
-        match=r"^@attn_fwd: error: needs 296080 bytes of shared "
-        r"memory with 4-deep rings; an sm_90 block may use at most 232448",
+        match=r"^.*attention\.py:\d+:\d+: error: @attn_fwd: needs 296080 bytes of shared memory "
+        r"for rings ring \(4 slots of tensor<1x128x128xf16>, 32768 bytes each\), .*; an sm_90 "
+        r"block may use at most 232448",
     ):
         compile_attention(head_dim=128, stages=4)

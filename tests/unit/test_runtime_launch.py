@@ -57,12 +57,18 @@ def test_parse_entries_reads_every_signature() -> None:
     assert entries["scale"] == (Param("alpha", "f", 32), Param("n", "s", 32), Param("out", "u", 64))
 
 
-def test_reference_ptx_signature_if_present() -> None:
-    path = Path(__file__).resolve().parents[3] / "shared/reference/ptx/ws_gemm_bf16.ptx"
-    if not path.exists():
-        pytest.skip(f"reference PTX not found at {path}")
-    params = parse_entries(path.read_text())["ws_gemm_bf16"]
-    assert [p.nbytes for p in params] == [128, 128, 8, 4, 4]
+def test_signature_of_emitted_ptx_matches_the_kernel_params() -> None:
+    """The loader reads back, from PTX this compiler printed, the params the launch packs."""
+    from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
+    from tawa_xdsl.diagnostics import parse_file
+    from tawa_xdsl.dialects import make_context
+
+    gemm = Path(__file__).resolve().parents[2] / "examples" / "gemm.mlir"
+    kernel = compile_to_ptx(parse_file(make_context(), gemm), CompileOptions(verify=False))
+    params = parse_entries(kernel.ptx)[kernel.name]
+    assert [p.name for p in params] == [p.name for p in kernel.params]
+    sizes = {"tensormap": 128, "ptr": 8}
+    assert [p.nbytes for p in params] == [sizes.get(p.field, 4) for p in kernel.params]
 
 
 def test_ptx_bytes_is_nul_terminated_ascii() -> None:

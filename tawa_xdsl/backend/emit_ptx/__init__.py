@@ -22,6 +22,7 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
     SmemPlan,
     kernel_params,
 )
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
 
 HANDLERS = CONTROL.merged(
     mbarrier.HANDLERS, tma.HANDLERS, wgmma.HANDLERS, threads.HANDLERS, fragment.HANDLERS
@@ -44,6 +45,13 @@ def emit_ptx(module: ModuleOp) -> str:
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if not kernels:
         raise EmitError("emit-ptx: the module has no func.func kernel")
+    for kernel in kernels:
+        need = SmemPlan.of(kernel).bytes
+        if need > SM90_MAX_SMEM_BYTES:
+            raise EmitError(
+                f"emit-ptx: @{kernel.sym_name.data} needs {need} bytes of shared memory; an "
+                f"sm_90 block may use at most {SM90_MAX_SMEM_BYTES}"
+            )
     texts = [KernelPrinter(kernel, HANDLERS).print() for kernel in kernels]
     header_end = texts[0].index(".visible")
     return texts[0] + "".join(t[header_end:] for t in texts[1:])

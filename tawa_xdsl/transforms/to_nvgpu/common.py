@@ -10,6 +10,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from tawa_xdsl.diagnostics import op_location
+
 
 @dataclass
 class Threads:
@@ -22,8 +24,8 @@ class Threads:
 
 
 def fail(op: Operation, message: str) -> PassFailedException:
-    """The one-line refusal of `op`."""
-    return PassFailedException(f"lower-to-nvgpu: '{op.name}' {message}")
+    """The one-line refusal of `op`, led by its place in the source."""
+    return PassFailedException(f"{op_location(op)}: error: lower-to-nvgpu: '{op.name}' {message}")
 
 
 def constant_int(value: SSAValue) -> int | None:
