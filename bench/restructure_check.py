@@ -7,9 +7,11 @@ DIR holds the PTX the earlier tree generated for the same kernels, one file per 
 `gemm_{bf16,fp8}_<config>.ptx` for every config of `tawa_xdsl.kernels.gemm.configs_for`, and
 `attn_d{64,128}_{f16,bf16}_{full,causal}.ptx` from `compile_attention(d, dtype, causal)` (the
 kernel parameters are unchanged, so the old PTX launches through this tree's runtime). Each
-kernel and its peer are timed with `triton.testing.do_bench` (median) in the order old, new,
-new, old, and the two times of each averaged, so a drift of the clock over the run does not
-favour either tree. Prints old and new ratios to the peer per row and the largest difference.
+kernel and its peer are timed with `triton.testing.do_bench` (median) in rounds of old, new,
+peer, new, old (the two times of each tree averaged, so a drift of the clock over a round
+favours neither), and the median over three rounds kept. Each row also records whether
+ptxas (on the machine that runs it) assembles both PTX texts to the same cubin. Prints old and
+new ratios to the peer per row and the largest difference.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import argparse
 import dataclasses
 import json
 import math
+import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -28,6 +33,7 @@ from triton.testing import do_bench
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tawa_xdsl.language as tl  # noqa: E402
+from tawa_xdsl.backend.ptxas import find_ptxas  # noqa: E402
 from tawa_xdsl.kernels import attention, gemm  # noqa: E402
 
 GEMM_DTYPES = {"bf16": (torch.bfloat16, tl.bfloat16), "fp8": (torch.float8_e4m3fn, tl.float8e4nv)}
@@ -38,10 +44,34 @@ def ms(run) -> float:
     return float(do_bench(run, warmup=25, rep=100, return_mode="median"))
 
 
-def paired(old, new) -> tuple[float, float]:
-    """Median times of `old` and `new`, each the mean of two runs in the order old new new old."""
-    a, b, c, d = ms(old), ms(new), ms(new), ms(old)
-    return (a + d) / 2, (b + c) / 2
+ROUNDS = 3
+
+
+def paired(old, new, peer) -> tuple[float, float, float]:
+    """Times of `old`, `new` and `peer`: per round old new peer new old (the two times of each
+    tree averaged), the median over `ROUNDS` rounds of each."""
+    olds, news, peers = [], [], []
+    for _ in range(ROUNDS):
+        a, b, p, c, d = ms(old), ms(new), ms(peer), ms(new), ms(old)
+        olds.append((a + d) / 2)
+        news.append((b + c) / 2)
+        peers.append(p)
+    return statistics.median(olds), statistics.median(news), statistics.median(peers)
+
+
+def same_cubin(old_ptx: str, new_ptx: str) -> bool | None:
+    """Whether ptxas makes the same machine code of both texts (None without ptxas)."""
+    tool = find_ptxas()
+    if tool is None:
+        return None
+    cubins = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("old", old_ptx), ("new", new_ptx)):
+            src, out = Path(tmp) / f"{name}.ptx", Path(tmp) / f"{name}.cubin"
+            src.write_text(text)
+            subprocess.run([tool, "-arch=sm_90a", "-o", str(out), str(src)], check=True)
+            cubins.append(out.read_bytes())
+    return cubins[0] == cubins[1]
 
 
 def config_name(config) -> str:
@@ -88,12 +118,12 @@ def gemm_rows(old_dir: Path, size: int, ks: list[int]) -> list[dict]:
                 torch.cuda.synchronize()
                 ref = a.float() @ b.float().T
                 err = ((c.float() - ref).norm() / ref.norm()).item()
-                t_old, t_new = paired(run_old, run_new)
-                t_peer = ms(peer)
+                t_old, t_new, t_peer = paired(run_old, run_new, peer)
                 flop = 2 * size * size * k
                 rows.append({
                     "kernel": "gemm", "dtype": dname, "config": name, "M": size, "N": size,
-                    "K": k, "same_ptx": old.ptx == new.ptx, "rel_err_new": err,
+                    "K": k, "same_ptx": old.ptx == new.ptx,
+                    "same_cubin": same_cubin(old.ptx, new.ptx), "rel_err_new": err,
                     "tflops_old": flop / t_old / 1e9, "tflops_new": flop / t_new / 1e9,
                     "tflops_peer": flop / t_peer / 1e9,
                     "peer": "torch.matmul" if dname == "bf16" else "_scaled_mm fast_accum",
@@ -135,13 +165,13 @@ def attention_rows(old_dir: Path, seq: int) -> list[dict]:
                 torch.cuda.synchronize()
                 ref = peer()
                 err = (o.view_as(ref).float() - ref.float()).abs().max().item()
-                t_old, t_new = paired(run_old, run_new)
-                t_peer = ms(peer)
+                t_old, t_new, t_peer = paired(run_old, run_new, peer)
                 flop = 4 * bh * seq * seq * d * (0.5 if causal else 1.0)
                 rows.append({
                     "kernel": "attention", "dtype": dname,
                     "config": f"d{d}-{'causal' if causal else 'full'}",
                     "seq": seq, "batch": batch, "heads": heads, "same_ptx": old.ptx == new.ptx,
+                    "same_cubin": same_cubin(old.ptx, new.ptx),
                     "max_abs_err_new_vs_cudnn": err,
                     "tflops_old": flop / t_old / 1e9, "tflops_new": flop / t_new / 1e9,
                     "tflops_peer": flop / t_peer / 1e9, "peer": "SDPA cuDNN",
@@ -158,7 +188,7 @@ def print_row(r: dict) -> None:
         f"{r['kernel']:9s} {r['dtype']:4s} {r['config']:26s} {where:9s} old {r['tflops_old']:7.1f} "
         f"new {r['tflops_new']:7.1f} peer {r['tflops_peer']:7.1f} | ratio old {r['ratio_old']:.3f} "
         f"new {r['ratio_new']:.3f} diff {r['ratio_new'] - r['ratio_old']:+.3f} | "
-        f"same PTX {r['same_ptx']} err {err:.1e}",
+        f"same PTX {r['same_ptx']} cubin {r['same_cubin']} err {err:.1e}",
         flush=True,
     )
 
@@ -176,7 +206,8 @@ def main() -> int:
     meta = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
-        "timing": "do_bench median, warmup 25 ms, rep 100 ms; old/new paired old-new-new-old",
+        "timing": "do_bench median, warmup 25 ms, rep 100 ms; "
+        "rounds old-new-peer-new-old, median of 3",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -15,6 +15,6 @@ if [ "$what" = tests ]; then
     step examples_gemm 60 python3 examples/gemm.py --m 1000 --n 520 --k 1000
     step examples_attention 90 python3 examples/attention.py --seq 1000 --heads 3
 else
-    step restructure 420 python3 bench/restructure_check.py --old-ptx carry/old_ptx \
+    step restructure 560 python3 bench/restructure_check.py --old-ptx carry/old_ptx \
         --out "$out/restructure.json"
 fi
