@@ -146,7 +146,7 @@ def test_attention_releases_stay_where_lower_aref_put_them():
 
 def test_compile_pipeline_rejects_a_broken_ring(monkeypatch):
     """compile_to_ptx proves the rings after lower-aref; a planted bug is a one-line error."""
-    from tawa_xdsl import compiler as backend
+    from tawa_xdsl import compiler
     from tawa_xdsl.transforms import lower_aref
     from tawa_xdsl.verify.check import ProtocolError
 
@@ -154,11 +154,11 @@ def test_compile_pipeline_rejects_a_broken_ring(monkeypatch):
     real = lower_aref.protocol.empty_init_count
     monkeypatch.setattr(lower_aref.protocol, "empty_init_count", lambda k: real(k) + 1)
     with pytest.raises(ProtocolError) as error:
-        backend.compile_to_ptx(module, backend.CompileOptions(stages=2, mma_depth=1, consumers=1))
+        compiler.compile_to_ptx(module, compiler.CompileOptions(stages=2, mma_depth=1, consumers=1))
     message = str(error.value)
     assert "\n" not in message and "ring a_b_ring can go wrong: DEADLOCK" in message
-    opts = backend.CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False)
-    assert backend.compile_to_ptx(module, opts).ptx  # the check can be skipped
+    opts = compiler.CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False)
+    assert compiler.compile_to_ptx(module, opts).ptx  # the check can be skipped
 
 
 @pytest.mark.parametrize(
