@@ -70,6 +70,9 @@ from xdsl.utils.str_enum import StrEnum
 
 # The discardable attribute the partition pass puts on every op of a tile kernel.
 ROLE_ATTR = "aref.role"
+# The discardable attribute lower-aref puts on each ring's barrier allocation (its name and
+# shape), which the verifier's extractor reads back.
+RING_ATTR = "tawa.ring"
 # The software-pipeline stage of an `scf.if` in a consumer group (`software-pipeline`): 0 is
 # the stage issued one iteration ahead; PEELED_ATTR marks its copy for the first iteration.
 STAGE_ATTR = "tawa.stage"

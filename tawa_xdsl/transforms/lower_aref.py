@@ -49,12 +49,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl import protocol
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS
+from tawa_xdsl.dialects.aref import RING_ATTR
+from tawa_xdsl.dialects.nvgpu.hardware import PRODUCER_BARRIER_ID, WARPGROUP_THREADS
 from tawa_xdsl.transforms.ws_utils import error
 
 PASS = "lower-aref"
-RING_ATTR = "tawa.ring"
-NAMED_BARRIER_ID = 1  # the producer group's own barrier for publishing register payloads
 
 
 @dataclass
@@ -186,7 +185,7 @@ class _Lowering:
             ops += [
                 *stores,
                 nvgpu.FenceProxyAsyncOp(),
-                nvgpu.NamedBarrierSyncOp(NAMED_BARRIER_ID, threads),
+                nvgpu.NamedBarrierSyncOp(PRODUCER_BARRIER_ID, threads),
             ]
         if tma_bytes:
             ops += [nvgpu.MBarrierArriveExpectTxOp(ring.full, slot, tma_bytes), *copies]

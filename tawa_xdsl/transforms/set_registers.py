@@ -22,11 +22,10 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 from xdsl.passes import ModulePass
 
 from tawa_xdsl.dialects import aref
+from tawa_xdsl.dialects.nvgpu import SM_REGISTERS, WARPGROUP_THREADS
 from tawa_xdsl.transforms.ws_utils import error, find_kernel
 
 PASS = "set-registers"
-SM_REGISTERS = 65536  # 32-bit registers per SM on sm_90
-THREADS_PER_WARPGROUP = 128
 
 
 def set_registers(specialize: aref.WarpSpecializeOp, producer: int, consumer: int) -> None:
@@ -36,7 +35,7 @@ def set_registers(specialize: aref.WarpSpecializeOp, producer: int, consumer: in
     def budget(group: aref.GroupOp) -> int:
         return producer if group.role.data == aref.Role.PRODUCER else consumer
 
-    total = sum(budget(g) * g.num_warpgroups for g in groups) * THREADS_PER_WARPGROUP
+    total = sum(budget(g) * g.num_warpgroups for g in groups) * WARPGROUP_THREADS
     if total > SM_REGISTERS:
         warpgroups = sum(g.num_warpgroups for g in groups)
         raise error(

@@ -34,7 +34,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from tawa_xdsl import protocol
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu
-from tawa_xdsl.transforms.lower_aref import RING_ATTR
 
 
 class ExtractionError(Exception):
@@ -501,9 +500,9 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
     """One model per ring of the module."""
     rings = []
     for alloc in module.walk():
-        if not (isinstance(alloc, nvgpu.MBarrierAllocOp) and RING_ATTR in alloc.attributes):
+        if not (isinstance(alloc, nvgpu.MBarrierAllocOp) and aref.RING_ATTR in alloc.attributes):
             continue
-        attr = alloc.attributes[RING_ATTR]
+        attr = alloc.attributes[aref.RING_ATTR]
         assert isinstance(attr, DictionaryAttr)
         cert = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
         name = attr.data["name"].data  # type: ignore[union-attr]

@@ -33,6 +33,7 @@ from tawa_xdsl.dialects.nvgpu.fragment import (
 )
 from tawa_xdsl.dialects.nvgpu.hardware import (
     CTA_BARRIER_ID,
+    EPILOGUE_BARRIER_ID,
     MAX_CTA_THREADS,
     MAX_MBARRIER_COUNT,
     MAX_NAMED_BARRIER_ID,
@@ -40,6 +41,8 @@ from tawa_xdsl.dialects.nvgpu.hardware import (
     MAX_WGMMA_N,
     MBARRIER_BYTES,
     MIN_SETMAXNREG,
+    PINGPONG_BARRIER_IDS,
+    PRODUCER_BARRIER_ID,
     SM90_MAX_SMEM_BYTES,
     SM_REGISTERS,
     SMEM_ALIGN,
@@ -229,6 +232,9 @@ __all__ = [
     "MAX_CTA_THREADS",
     "MAX_MBARRIER_COUNT",
     "MAX_NAMED_BARRIER_ID",
+    "PRODUCER_BARRIER_ID",
+    "EPILOGUE_BARRIER_ID",
+    "PINGPONG_BARRIER_IDS",
     "MAX_SETMAXNREG",
     "MAX_WGMMA_N",
     "MBARRIER_BYTES",

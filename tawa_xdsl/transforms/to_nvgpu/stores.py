@@ -25,12 +25,11 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.dialects.nvgpu import EPILOGUE_BARRIER_ID, FragmentType
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu.common import Threads, fail, if_op, insert_before, is_tile
 
 EPILOGUES = ("global", "tma")
-EPILOGUE_BARRIER_ID = 2  # the consumers' staging barrier (lower-aref's producer barrier is 1)
 SWIZZLE_BYTES = 128
 
 

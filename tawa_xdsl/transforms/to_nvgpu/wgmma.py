@@ -43,7 +43,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.dialects.nvgpu import PINGPONG_BARRIER_IDS, FragmentType
 from tawa_xdsl.transforms.to_nvgpu.common import fail, insert_after, insert_before
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 
@@ -193,7 +193,6 @@ def _leave_undefined(ahead: scf.IfOp, loop: scf.ForOp) -> None:
 
 # The named barrier of consumer warpgroup 0 and 1 (1: lower-aref's producer barrier, 2: the
 # TMA epilogue's): a warpgroup waits at its own for its turn and arrives at the other's.
-PINGPONG_BARRIERS = (3, 4)
 PINGPONG_THREADS = 256  # one warpgroup syncs, the other arrives
 
 
@@ -227,7 +226,7 @@ def ping_pong(loop: scf.ForOp) -> None:
     fence = pv.prev_op
     anchor = fence if isinstance(fence, nvgpu.WgmmaFenceOp) else pv
     ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
-    mine, other = PINGPONG_BARRIERS
+    mine, other = PINGPONG_BARRIER_IDS
     wg = aref.WarpgroupIndexOp()
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
