@@ -166,6 +166,28 @@ def _compare_exact(run: Callable, module: ModuleOp, launch: Launch, state: dict)
     return "equal to the tile program (random schedule)"
 
 
+def stage_nvgpu(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
+    """The IR emit-ptx prints, run thread by thread: equal to the tile program, or (where the
+    fragment math rounds as the GPU does: exp2, row sums) within 2^-10 of it."""
+    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
+    from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
+
+    tile_output = require(state, "tile", "tile interpreter")
+    try:
+        lowered = lower_to_nvgpu_level(module, CompileOptions(**case.options, verify=False))
+    except DiagnosticException as error:
+        raise NotSupported(str(error).splitlines()[0]) from error
+    args = launch.fresh_args()
+    (output,) = run_nvgpu_kernel(lowered, launch.grid, args, schedule=int(state["seed"]))
+    if np.array_equal(output, tile_output):
+        return "equal to the tile program (random schedule, per thread)"
+    wide = output.astype(np.float32), tile_output.astype(np.float32)
+    if not np.allclose(*wide, rtol=2**-10, atol=2**-12):
+        raise AssertionError("differs from the tile program")
+    error = float(np.max(np.abs(wide[0] - wide[1])))
+    return f"within {error:.1e} of the tile program (GPU rounding of exp2 and row sums)"
+
+
 def stage_proof(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
     from tawa_xdsl.verify.check import verify_module
     from tawa_xdsl.verify.extract import ExtractionError
@@ -227,6 +249,7 @@ STAGES: list[tuple[str, Callable[..., str]]] = [
     ("tile interpreter", stage_tile),
     ("aref interpreter", stage_aref),
     ("mbarrier interp.", stage_mbarrier),
+    ("nvgpu interp.", stage_nvgpu),
     ("barrier proof", stage_proof),
     ("ptx", stage_ptx),
     ("gpu", stage_gpu),
