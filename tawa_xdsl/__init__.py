@@ -17,7 +17,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Config", "TensorDescriptor", "autotune", "jit", "language"]
+__all__ = ["Config", "TensorDescriptor", "autotune", "cdiv", "jit", "language", "next_power_of_2"]
 
 
 def __getattr__(name: str) -> Any:
@@ -44,3 +44,13 @@ def __getattr__(name: str) -> Any:
 
         return language
     raise AttributeError(f"module 'tawa_xdsl' has no attribute '{name}'")
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division, as `triton.cdiv`: the number of `y`-blocks covering `x`."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= `n` (1 for n <= 1), as `triton.next_power_of_2`."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()

@@ -22,7 +22,12 @@ Modules:
 * `memory` -- `DeviceArray`, `empty`, `to_device`, `to_host`, `copy_into`, `describe`.
 * `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
   smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch).
-* `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes.
+* `cache` -- `KernelCache`, `cache_key`, `compile_cached`: compiled kernels on disk, atomic
+  writes, one warning for an unusable directory.
+* `tensors` -- where any tensor argument lives (numpy, torch, `__cuda_array_interface__`,
+  DLPack) and its layout, read without copies or a torch import.
+* `dispatch` -- the `@jit` GPU launch: device tensors in place, `LaunchCache` of prepared
+  launches, the stream (torch's current one unless given).
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
 """

@@ -221,6 +221,14 @@ class PreparedLaunch:
             "cuLaunchKernelEx", self.native, self.kernel.handle, ctypes.addressof(self.pointers), 0
         )
 
+    def release_arguments(self) -> None:
+        """Drop the references to the arguments (the packed bytes stay): a launch cache keyed
+        by what the bytes encode (addresses, shapes) must not keep the tensors alive."""
+        self.args = ()
+        for storage in self.storage:
+            if isinstance(storage, TensorMap):
+                storage.source = None
+
 
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
     """Check and pack once; the returned object launches on each call."""
