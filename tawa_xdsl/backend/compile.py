@@ -317,10 +317,3 @@ def options_from_launch(options: dict[str, Any]) -> CompileOptions:
         persistent=bool(options.get("persistent", default.persistent)),
         epilogue=str(options.get("epilogue") or default.epilogue),
     )
-
-
-def gpu_launch(jit_kernel: Any, grid: Sequence[int] | int, args: list[Any]) -> None:
-    """A `jit.Launcher` for the GPU: launch `jit_kernel` (a `jit.CompiledKernel`, taken to PTX
-    once) with `args` (descriptor arguments as `TensorDescriptor`s over numpy arrays, or
-    device tensors)."""
-    jit_kernel.gpu_kernel().launch(grid, *args)
