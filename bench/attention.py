@@ -25,10 +25,11 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from attention_compile import compile_attention, grid  # noqa: E402
 from triton_attention import CONFIGS, launcher  # noqa: E402
+
+from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOKENS, HIDDEN = 16384, 2048

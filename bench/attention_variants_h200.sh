@@ -18,8 +18,7 @@ step bench_bn128_pingpong 40 "${bench[@]}" --dims 128 --block-n 128 --pingpong -
 step sass 40 python3 - "$out" <<'PY'
 import glob, os, subprocess, sys
 import triton
-sys.path.insert(0, "examples")
-from attention_compile import compile_attention
+from tawa_xdsl.kernels.attention import compile_attention
 bins = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 ptxas, cuobjdump = (glob.glob(os.path.join(bins, n))[0] for n in ("ptxas", "cuobjdump"))
 for tag, kw in (("bn64", {"block_n": 64}), ("bn128", {"block_n": 128}), ("bn128_pp", {"block_n": 128, "pingpong": True})):

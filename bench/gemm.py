@@ -3,10 +3,11 @@
     python bench/gemm.py [--dtypes fp8,bf16,f16] [--out bench/results/gemm.json]
 
 C = A @ B^T, M = N = 8192, K from 256 to 16384. For each dtype and K, every config of
-`tawa_xdsl.gemm_configs.configs_for(dtype)` is timed through `tawa_xdsl.autotune.Autotuner.tune`
-(the same search `@autotune` runs), the winner is checked against torch (relative error), and
-cuBLAS is timed in the same process: torch.matmul for f16/bf16, and for fp8 (e4m3 A and B,
-bf16 C) torch._scaled_mm with unit scales and bf16 output, the same function as ours.
+`tawa_xdsl.kernels.gemm.configs_for(dtype)` (the library kernel `tawa_xdsl.kernels.gemm.gemm`)
+is timed through `tawa_xdsl.autotune.Autotuner.tune` (the same search `@autotune` runs), the
+winner is checked against torch (relative error), and cuBLAS is timed in the same process:
+torch.matmul for f16/bf16, and for fp8 (e4m3 A and B, bf16 C) torch._scaled_mm with unit
+scales and bf16 output, the same function as ours.
 Kernels are compiled with `verify=False`: the ring proofs are CPU work (tests/unit proves
 these configurations) and would only spend the GPU lease. Prints one line per K with the best
 config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing:
@@ -16,7 +17,6 @@ triton.testing.do_bench (CUDA events, median), fresh random inputs (never zeros)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import sys
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tawa_xdsl.language as tl  # noqa: E402
 from tawa_xdsl.autotune import Autotuner, Config  # noqa: E402
-from tawa_xdsl.backend.compile import CompiledKernel, compile_to_ptx, options_from_launch  # noqa: E402
-from tawa_xdsl.gemm_configs import config_tile_ir, configs_for  # noqa: E402
+from tawa_xdsl.compiler import CompiledKernel  # noqa: E402
+from tawa_xdsl.kernels.gemm import compile_gemm, configs_for, grid  # noqa: E402
 
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 DTYPES = {
@@ -102,8 +102,7 @@ def main() -> None:
         kernels: dict[Config, CompiledKernel] = {}
         t0 = time.time()
         for config in configs:
-            options = dataclasses.replace(options_from_launch(config.options()), verify=False)
-            kernels[config] = compile_to_ptx(config_tile_ir(config, ldtype), options)
+            kernels[config] = compile_gemm(config, ldtype, verify=False)
         print(f"{dname}: compiled {len(kernels)} configs in {time.time() - t0:.1f}s", flush=True)
         tuner = Autotuner(None, configs, ["M", "N", "K"], timer=timer, use_disk=False)
         for k in map(int, args.ks.split(",")):
@@ -113,9 +112,7 @@ def main() -> None:
             flop = 2 * m * n * k
 
             def run(config: Config, a=a, b=b, c=c, k=k):
-                bm, bn = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
-                grid = (-(-m // bm) * -(-n // bn), 1, 1)
-                return kernels[config].prepare(grid, a, b, c, m, n, k)  # noqa: B023
+                return kernels[config].prepare(grid(m, n, config), a, b, c, m, n, k)  # noqa: B023
 
             best = tuner.tune((m, n, k, dname), run)
             ms_cublas = timer(lambda a=a, b=b: peer(a, b))

@@ -7,8 +7,9 @@ Launch rows: microseconds of host time per launch, a 128x128x64 f16 GEMM (the GP
 each one faster than the host issues the next, so the loop measures the host), the same
 tensors every launch:
 
-* `tawa jit kernel[grid]`: examples/gemm.py's @jit kernel on torch CUDA tensors through
-  TensorDescriptors (the dispatch and launch caches; the issue's target is <= 20 us);
+* `tawa jit kernel[grid]`: the library's @jit GEMM (`tawa_xdsl.kernels.gemm.gemm`) on torch
+  CUDA tensors through TensorDescriptors (the dispatch and launch caches; the issue's target
+  is <= 20 us);
 * `tawa CompiledKernel.launch`: the uncached runtime path (tensor maps encoded every call);
 * `tawa prepared launch`: `CompiledKernel.prepare`'s launcher (one cuLaunchKernelEx);
 * `tawa ops.matmul`: the custom op (output allocation included);
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import runpy
 import statistics
 import time
 from collections.abc import Callable
@@ -34,6 +34,7 @@ import torch
 
 import tawa_xdsl
 import tawa_xdsl.ops as ops
+from tawa_xdsl.kernels.gemm import gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +69,7 @@ def gpu_ms(run: Callable[[], None], reps: int = 20) -> float:
 
 
 def tawa_launchers(m: int, n: int, k: int) -> dict[str, Callable[[], None]]:
-    kernel = runpy.run_path(str(ROOT / "examples" / "gemm.py"))["matmul_kernel"]
+    kernel = gemm
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(n, k, device="cuda", dtype=torch.float16)
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)

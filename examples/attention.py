@@ -1,12 +1,9 @@
-"""Attention forward, O = softmax(Q K^T * sm_scale) V, as a Triton-style kernel.
+"""Attention forward, O = softmax(Q K^T * sm_scale) V, through the library kernels
+`tawa_xdsl.kernels.attention.attn_fwd` and `attn_fwd_lse`, launched like Triton.
 
-FlashAttention's online softmax in base 2: each program owns BLOCK_M query rows of one head
-and walks the keys in blocks of BLOCK_N, keeping the running row max `m_i`, the running
-row sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, seq,
-head_dim] f16 arrays read through 3-D descriptors, so blocks past `seq` read zeros and
-their stores are clipped; key columns past `seq` are masked. With CAUSAL, row r sees keys
-0..r and the key loop stops after the diagonal block. Run as a script it checks causal and
-non-causal, head dim 64 and 128, against numpy on the CPU interpreter:
+Q, K, V and O are [batch * heads, seq, head_dim] f16 (or bf16) arrays read through 3-D
+descriptors. Run as a script it checks causal and non-causal, head dim 64 and 128, O and the
+log-sum-exp, against numpy on the CPU interpreter (or on an sm_90 GPU when one is present):
 
     python examples/attention.py [--seq 150 --heads 2]
 """
@@ -18,89 +15,7 @@ import argparse
 import numpy as np
 
 import tawa_xdsl
-import tawa_xdsl.language as tl
-
-
-@tawa_xdsl.jit
-def attn_inner(
-    acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
-):  # fmt: skip
-    """Fold the key blocks of this program's rows into (acc, l_i, m_i)."""
-    if CAUSAL:
-        hi = tl.minimum(off_m + BLOCK_M, seq)
-    else:
-        hi = seq
-    offs_m = off_m + tl.arange(0, BLOCK_M)
-    for start_n in tl.range(0, hi, BLOCK_N):
-        k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-        qk = tl.dot(q, k.T)
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        mask = offs_n[None, :] < seq
-        if CAUSAL:
-            mask = mask & (offs_n[None, :] <= offs_m[:, None])
-        qk = tl.where(mask, qk, float("-inf"))
-        # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
-        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.exp2(qk * qk_scale - m_ij[:, None])
-        alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        m_i = m_ij
-    return acc, l_i, m_i
-
-
-@tawa_xdsl.jit
-def attn_rows(
-    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
-):  # fmt: skip
-    """Store O for this program's BLOCK_M rows; return where they are and their softmax
-    statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
-    start_m = tl.program_id(0)
-    head = tl.program_id(1)
-    off_m = start_m * BLOCK_M
-    qk_scale = sm_scale * 1.44269504  # log2(e): exp(x) = exp2(x * log2(e))
-    q = q_desc.load([head, off_m, 0]).reshape([BLOCK_M, HEAD_DIM])
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    acc, l_i, m_i = attn_inner(
-        acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
-        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-    )  # fmt: skip
-    out = acc / l_i[:, None]
-    o_desc.store([head, off_m, 0], out.to(tl.float16).reshape([1, BLOCK_M, HEAD_DIM]))
-    return head, off_m, m_i, l_i
-
-
-@tawa_xdsl.jit
-def attn_fwd(
-    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
-):  # fmt: skip
-    attn_rows(
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
-    )  # fmt: skip
-
-
-@tawa_xdsl.jit
-def attn_fwd_lse(
-    q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
-):  # fmt: skip
-    """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
-    (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
-    head, off_m, m_i, l_i = attn_rows(
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
-    )  # fmt: skip
-    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
-    lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
+from tawa_xdsl.kernels.attention import attn_fwd, attn_fwd_lse
 
 
 def lse_buffer(heads, seq):
@@ -112,11 +27,12 @@ def lse_buffer(heads, seq):
 
 def attention(q, k, v, sm_scale, causal, block_m=128, block_n=None, return_lse=False):
     """O (and, with `return_lse`, the [batch * heads, seq] f32 log-sum-exp) for
-    [batch * heads, seq, head_dim] f16 arrays: on an sm_90 GPU when one is present, else in
-    the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys per
-    step for d = 64, 64 for d = 128: the jit launch's default 4-deep rings of 128-key blocks
-    would not fit shared memory at d = 128 (`examples/attention_compile.py` takes 128 keys
-    with 3-deep rings and a 24/240 register split, the benchmarked configuration)."""
+    [batch * heads, seq, head_dim] f16 or bf16 arrays: on an sm_90 GPU when one is present,
+    else in the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys
+    per step for d = 64, 64 for d = 128: the jit launch's default 4-deep rings of 128-key
+    blocks would not fit shared memory at d = 128 (`tawa_xdsl.kernels.attention.
+    compile_attention` takes 128 keys with 3-deep rings and a 24/240 register split, the
+    benchmarked configuration)."""
     heads, seq, head_dim = q.shape
     block_n = block_n or (128 if head_dim <= 64 else 64)
     o = np.zeros_like(q)

@@ -1,9 +1,8 @@
-"""C = A @ B^T with fp32 accumulation, as a Triton-style kernel with tensor descriptors.
+"""C = A @ B^T through the library kernel `tawa_xdsl.kernels.gemm.gemm`, launched like Triton.
 
-A is MxK and B is NxK (both K-major, as the tensor cores like them), C is MxN, all f16.
-Programs walk the output tiles in groups of GROUP_M tile rows, so that neighbouring programs
-share B tiles in L2 (Triton's grouped ordering). Run as a script it checks itself against
-numpy on the CPU interpreter:
+A is MxK and B is NxK (both K-major, as the tensor cores like them), C is MxN, all f16 or all
+bf16 (the kernel takes its element types from the descriptors). Run as a script it checks itself
+against numpy on the CPU interpreter (or on an sm_90 GPU when one is present):
 
     python examples/gemm.py [--m 200 --n 136 --k 96]
 """
@@ -15,53 +14,14 @@ import argparse
 import numpy as np
 
 import tawa_xdsl
-import tawa_xdsl.language as tl
-
-
-@tawa_xdsl.jit
-def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """The (row, column) output tile of program `pid` in grouped ordering."""
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    tiles_per_group = GROUP_M * tiles_n
-    first_m = (pid // tiles_per_group) * GROUP_M
-    group_size = tl.minimum(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % tiles_per_group) % group_size
-    pid_n = (pid % tiles_per_group) // group_size
-    return pid_m, pid_n
-
-
-@tawa_xdsl.jit
-def matmul_kernel(
-    a_desc,
-    b_desc,
-    c_desc,
-    M,
-    N,
-    K,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    pid_m, pid_n = grouped_tile(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K)):
-        off_k = k * BLOCK_K
-        a = a_desc.load([off_m, off_k])
-        b = b_desc.load([off_n, off_k])
-        acc = tl.dot(a, b.T, acc)
-    c_desc.store([off_m, off_n], acc.to(tl.float16))
+from tawa_xdsl.kernels.gemm import gemm
 
 
 def matmul(a: np.ndarray, b: np.ndarray, block_m=128, block_n=128, block_k=64, group_m=8):
     """C = A @ B^T through the kernel: on an sm_90 GPU when one is present, else in the tile
     interpreter. 128x128x64 blocks are the shape the GPU backend takes."""
     (m, k), (n, _) = a.shape, b.shape
-    c = np.zeros((m, n), np.float16)
+    c = np.zeros((m, n), a.dtype)
     a_desc = tawa_xdsl.TensorDescriptor.from_tensor(a, [block_m, block_k])
     b_desc = tawa_xdsl.TensorDescriptor.from_tensor(b, [block_n, block_k])
     c_desc = tawa_xdsl.TensorDescriptor.from_tensor(c, [block_m, block_n])
@@ -69,7 +29,7 @@ def matmul(a: np.ndarray, b: np.ndarray, block_m=128, block_n=128, block_k=64, g
     def grid(meta):
         return (tl_cdiv(m, meta["BLOCK_M"]) * tl_cdiv(n, meta["BLOCK_N"]),)
 
-    matmul_kernel[grid](
+    gemm[grid](
         a_desc, b_desc, c_desc, m, n, k,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
     )  # fmt: skip

@@ -2,12 +2,21 @@
 
 The packages, in the order a kernel flows through them:
 
-* `language`, `jit`, `frontend` -- Triton-style Python kernels (`import tawa_xdsl.language as
-  tl`, `@tawa_xdsl.jit`) compiled from their AST to tile IR.
+* `language`, `jit`, `autotune`, `frontend` -- Triton-style Python kernels (`import
+  tawa_xdsl.language as tl`, `@tawa_xdsl.jit`) compiled from their AST to tile IR; launch
+  keywords become `compiler.CompileOptions`.
 * `dialects` -- the IR: `tile` (input level), `aref` (warp-specialized), `nvgpu` (hardware).
-* `transforms` -- one module per pass, registered in the `tawa-opt` driver.
+* `transforms` -- one module per pass, registered in the `tawa-opt` driver; passes import
+  dialects and each other, never the backend or the compiler.
+* `verify` -- the Z3 proof of every ring's barrier protocol at the mbarrier level.
+* `backend` -- the nvgpu -> PTX printer and ptxas.
+* `compiler` -- the driver: `CompileOptions` (the only source of options) and the one pass
+  pipeline tile -> nvgpu -> PTX; `compile_to_ptx` returns a `CompiledKernel`.
+* `runtime` -- the GPU through cuda-python: loads the PTX, builds parameters and tensor maps,
+  launches (`CompiledKernel.launch` delegates to it); it imports nothing of the compiler.
 * `interp` -- numpy interpreters that run the program at each level (the test oracle).
-* `tools` -- the `tawa-opt`, `tawa-run` and `tawa` command-line entry points.
+* `fuzz`, `tools` -- the fuzzer and the `tawa`, `tawa-opt`, `tawa-run`, `tawa-verify` entry
+  points, at the top: they use the compiler, never the other way round.
 
 `jit`, `TensorDescriptor` and `language` are imported on first use, so `import tawa_xdsl`
 stays cheap and never touches a GPU.
@@ -15,9 +24,18 @@ stays cheap and never touches a GPU.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from tawa_xdsl.version import __version__
 
-__all__ = ["Config", "TensorDescriptor", "autotune", "cdiv", "jit", "language", "next_power_of_2"]
+__all__ = [
+    "Config",
+    "TensorDescriptor",
+    "__version__",
+    "autotune",
+    "cdiv",
+    "jit",
+    "language",
+    "next_power_of_2",
+]
 
 
 def __getattr__(name: str) -> Any:

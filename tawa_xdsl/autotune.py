@@ -15,19 +15,21 @@
 As triton.autotune: on the first launch for a new key (the values of the `key` arguments,
 with the dtype of every argument that has one), each config is launched and timed, and the
 fastest one runs this and every later launch with that key. A config is constexprs
-(`kwargs`) plus the warp-specialization options (`num_stages` = D, `mma_depth` = P,
-`num_consumer_groups`, `persistent`, `epilogue`). A config that fails to compile or launch
-is skipped. Winners are cached in memory and on disk (`<kernel cache dir>/autotune`, keyed by
-kernel, key values, the config list and the compiler version; atomic writes), so a new
-process reuses them without timing again.
+(`kwargs`) plus launch options, the compiler's (`tawa_xdsl.compiler.LAUNCH_OPTIONS`:
+`num_stages` = D, `mma_depth` = P, `num_consumer_groups`, `persistent`, `epilogue`,
+`registers`, `pingpong`, ...); an unknown option is refused when the Config is made. A config
+that fails to compile or launch is skipped. Winners are cached in memory and on disk
+(`<kernel cache dir>/autotune`, keyed by kernel, key values, the config list and the compiler
+version; atomic writes), so a new process reuses them without timing again.
 
 The timer is pluggable (`timer=`): a callable taking a zero-argument launcher and returning
 milliseconds; the default is `triton.testing.do_bench` (median), else CUDA events through
 torch, and it refuses in one line (`NoTimerError`) without a GPU.
 
 Triton's conventions hold: `Config(kwargs, num_warps=, num_stages=, num_ctas=, maxnreg=,
-pre_hook=)` (a pre-hook gets every argument by name, constexprs of the config included, before
-each launch of that config: it may set `desc.block_shape`); `autotune(configs, key,
+pre_hook=)` (`num_warps`, `num_ctas`, `maxnreg` kept as hints that choose nothing, see `Config`;
+a pre-hook gets every argument by name, constexprs of the config included, before each launch
+of that config: it may set `desc.block_shape`); `autotune(configs, key,
 prune_configs_by={"early_config_prune": f, "perf_model": m, "top_k": k}, reset_to_zero=[...],
 restore_value=[...])`, the last two naming tensor arguments zeroed before, or restored after,
 each timed launch. `Autotuner.tune(key, run)` is the same search for callers that launch kernels
@@ -41,63 +43,85 @@ import json
 import math
 import sys
 import types
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-Timer = Callable[[Callable[[], None]], float]
+from tawa_xdsl.compiler import options_from_launch
 
-OPTION_NAMES = (
-    "num_warps", "num_stages", "num_ctas", "maxnreg",  # Triton's
-    "mma_depth", "num_consumer_groups", "persistent", "epilogue",  # tawa's (CompileOptions)
-)  # fmt: skip
+Timer = Callable[[Callable[[], None]], float]
 
 
 class NoTimerError(RuntimeError):
     """Autotuning needs a GPU to time configs on, and none is usable."""
 
 
-@dataclass(frozen=True)
 class Config:
-    """One point of the search: constexpr values and warp-specialization options (None:
-    the compiler's default)."""
+    """One point of the search: constexpr values and launch options (an option left out or
+    None takes the compiler's default).
 
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    num_warps: int | None = None
-    num_stages: int | None = None
-    num_ctas: int | None = None
-    maxnreg: int | None = None
-    mma_depth: int | None = None
-    num_consumer_groups: int | None = None
-    persistent: bool | None = None
-    epilogue: str | None = None
-    # Called with every argument by name before each launch of this config (Triton's pre_hook).
-    pre_hook: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
+    Triton's `num_warps`, `num_ctas` and `maxnreg` are accepted so that Triton configs carry
+    over, and kept as `hints`, but they choose nothing: a tawa kernel's warps follow from
+    `num_consumer_groups`, it runs one CTA per program, and its registers are `registers=`.
+    They are not launch options (a launch given one is refused, `compiler.unknown_option`).
+    `pre_hook` is called with every argument by name before each launch of this config."""
+
+    def __init__(
+        self,
+        kwargs: Mapping[str, Any] | None = None,
+        num_warps: int | None = None,
+        num_ctas: int | None = None,
+        maxnreg: int | None = None,
+        pre_hook: Callable[[dict[str, Any]], None] | None = None,
+        **options: Any,
+    ):
+        self.kwargs = dict(kwargs or {})
+        self.num_warps, self.num_ctas, self.maxnreg = num_warps, num_ctas, maxnreg
+        given = {"num_warps": num_warps, "num_ctas": num_ctas, "maxnreg": maxnreg}
+        self.hints = {k: v for k, v in given.items() if v is not None}
+        self.pre_hook = pre_hook
+        self.launch = {k: v for k, v in options.items() if v is not None}
+        self.compile_options = options_from_launch(self.launch)  # refuses unknown options
+
+    @property
+    def num_stages(self) -> int | None:
+        """Triton's attribute (pruning functions read it): the ring depth, None for the default."""
+        return self.launch.get("num_stages")
 
     def options(self) -> dict[str, Any]:
         """The launch options this config sets."""
-        return {n: getattr(self, n) for n in OPTION_NAMES if getattr(self, n) is not None}
+        return dict(self.launch)
 
     def all_kwargs(self) -> dict[str, Any]:
         """Constexprs and options, as keyword arguments of a launch."""
         return {**dict(self.kwargs), **self.options()}
 
     def to_json(self) -> dict[str, Any]:
-        return {"kwargs": dict(self.kwargs), **self.options()}
+        """Constexprs, options and hints (the pre-hook, code, is not data)."""
+        return {"kwargs": dict(self.kwargs), **self.options(), **self.hints}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Config:
-        return Config(
-            dict(data.get("kwargs", {})), **{n: data[n] for n in OPTION_NAMES if n in data}
-        )
+        options = {k: v for k, v in data.items() if k != "kwargs"}
+        return Config(dict(data.get("kwargs", {})), **options)
+
+    def identity(self) -> str:
+        """The config as canonical JSON text (tuples and lists alike): equality and hash."""
+        return json.dumps(self.to_json(), sort_keys=True, default=str)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self.identity() == other.identity()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True, default=str))
+        return hash(self.identity())
+
+    def __repr__(self) -> str:
+        return f"Config({self})"
 
     def __str__(self) -> str:
         parts = [f"{k}={v}" for k, v in self.kwargs.items()]
-        parts += [f"{k}={v}" for k, v in self.options().items()]
+        parts += [f"{k}={v}" for k, v in {**self.options(), **self.hints}.items()]
         return ", ".join(parts)
 
 
@@ -219,21 +243,27 @@ class Autotuner:
         import tempfile
 
         path = self._disk_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {
             "kernel": self._name(),
             "key": [str(k) for k in key],
             "best": best.to_json(),
             "timings_ms": [[c.to_json(), t] for c, t in timings.items()],
         }
-        fd, temp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(data, handle, default=str)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w") as handle:
+                    json.dump(data, handle, default=str)
+                os.replace(temp, path)
+            finally:
+                Path(temp).unlink(missing_ok=True)
+        except OSError as error:  # the winner still launches; only the disk copy is lost
+            warnings.warn(
+                f"autotune: {self._name()}: cannot save the winner under {path.parent}: "
+                f"{error.strerror or error}; it is cached in memory only",
+                stacklevel=3,
+            )
 
     # --------------------------------------------------------------------------- search
 

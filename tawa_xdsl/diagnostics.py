@@ -7,13 +7,23 @@ clone ops carry the location along.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 
 
 class TawaError(DiagnosticException):
@@ -76,11 +86,66 @@ def parse_module(ctx: Context, text: str, name: str = "<input>", line_offset: in
 
 
 def parse_file(ctx: Context, path: str | Path) -> ModuleOp:
+    return parse_module(ctx, read_source(path), str(path))
+
+
+def read_source(path: str | Path) -> str:
+    """The text of `path`; unreadable or not UTF-8 text is a one-line `TawaError`."""
     try:
-        text = Path(path).read_text()
+        return decode_source(Path(path).read_bytes(), str(path))
     except OSError as error:
         raise TawaError(f"{path}: error: cannot read: {error.strerror}") from error
-    return parse_module(ctx, text, str(path))
+
+
+def decode_source(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text; anything else (a binary file) is a one-line `TawaError`."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as error:
+        raise TawaError(
+            f"{name}: error: not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+            f"{error.start}): expected MLIR source"
+        ) from None
+
+
+PassFactories = Mapping[str, Callable[[], type[ModulePass]]]
+
+
+def parse_pass_pipeline(passes: PassFactories, spec: str) -> list[ModulePass]:
+    """The passes of a `-p` pipeline; an unknown pass, an unknown option or a value of the
+    wrong type is a one-line `TawaError` naming it (xDSL would say only "Incompatible types")."""
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as error:  # a BaseException in xDSL
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        column = lines[1].rpartition(":")[2] if len(lines) > 2 else "?"
+        raise TawaError(f"-p: error: at column {column} of '{spec}': {lines[-1]}") from None
+    return [_make_pass(passes, pass_spec) for pass_spec in specs]
+
+
+def _make_pass(passes: PassFactories, spec: ArgSpec) -> ModulePass:
+    if spec.name not in passes:
+        raise TawaError(f"-p: error: unknown pass '{spec.name}'")
+    cls = passes[spec.name]()
+    options = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "name"}
+    hints = typing.get_type_hints(cls)
+    for option, value in spec.parameters.items():
+        field = option.replace("-", "_")
+        if field not in options:
+            known = ", ".join(o.replace("_", "-") for o in options) or "none"
+            raise TawaError(f"-p: error: {spec.name}: no option '{option}' (options: {known})")
+        try:
+            cls.from_pass_spec(ArgSpec(spec.name, {option: value}))
+        except ValueError:
+            given = ",".join(str(v) for v in value)
+            expected = getattr(hints[field], "__name__", str(hints[field]))
+            raise TawaError(
+                f"-p: error: {spec.name}: option '{option}' expects {expected}, got '{given}'"
+            ) from None
+    try:
+        return cls.from_pass_spec(spec)
+    except ValueError as error:
+        raise TawaError(f"-p: error: {spec.name}: {first_line(error)}") from None
 
 
 def verify_module(module: ModuleOp) -> None:

@@ -9,8 +9,13 @@
 
 A kernel is specialized on the values of its `tl.constexpr` parameters and on the types of
 its run-time arguments (scalar dtype, descriptor element type and block shape); each distinct
-key compiles once (`JITFunction.cache`). The launch runs the compiled kernel on the GPU
-backend or in the tile interpreter; `select_backend` is the one place that choice is made.
+key compiles once (`JITFunction.cache`). Launch keywords that are not parameters of the kernel
+are compile options (`tawa_xdsl.compiler.LAUNCH_OPTIONS`: `num_stages`, `mma_depth`,
+`num_consumer_groups`, `persistent`, `epilogue`, `registers`, `pingpong`, `verify`); they are
+read into one `CompileOptions` at binding time (an unknown one is refused there, in one line),
+are part of the compile key, and every one reaches the compiled kernel. The launch runs the
+compiled kernel on the GPU (`tawa_xdsl.runtime.dispatch.gpu_launch`) or in the tile
+interpreter; `select_backend` is the one place that choice is made.
 
 Descriptors may describe numpy arrays, torch tensors (CPU or CUDA) or any
 `__cuda_array_interface__` / DLPack object (`TensorDescriptor.from_tensor`). On the GPU a
@@ -18,7 +23,7 @@ device tensor is used in place on torch's current stream (or `stream=`); in the 
 host tensor is read and written in place. A repeated launch with arguments of the same types
 skips binding and specialization (`JITFunction.dispatch`, keyed by the argument types and the
 constexpr values), and the GPU backend reuses its prepared launch (`runtime.dispatch`). PTX is
-compiled once per machine: `runtime.cache.compile_cached` keeps it on disk.
+compiled once per machine: `compiler.compile_cached` keeps it on disk.
 """
 
 from __future__ import annotations
@@ -35,16 +40,15 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl.language as tl
+from tawa_xdsl import compiler
+from tawa_xdsl.compiler import LAUNCH_OPTIONS, CompileOptions, compile_cached, options_from_launch
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
 from tawa_xdsl.frontend.errors import SemanticError
 from tawa_xdsl.frontend.signature import ArgType, arg_type_of
-
-# Launch options Triton accepts beside the kernel's own parameters; they do not change the
-# tile IR but are part of the compile key, so later stages can use them.
-LAUNCH_OPTIONS = (
-    "num_warps", "num_stages", "num_ctas", "num_consumer_groups", "maxnreg",
-    "mma_depth", "persistent", "epilogue",  # tawa's own (CompileOptions)
-)  # fmt: skip
+from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.runtime import gpu_available
+from tawa_xdsl.runtime.dispatch import LaunchCache, gpu_launch, host_descriptor, is_descriptor
+from tawa_xdsl.runtime.tensors import is_torch_tensor
 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
 
@@ -61,8 +65,8 @@ class CompiledKernel:
     module: ModuleOp
     signature: list[tuple[str, ArgType]]
     constexprs: dict[str, Any]
-    options: dict[str, Any] = field(default_factory=dict)
-    _gpu_kernel: Any = field(default=None, repr=False)
+    options: CompileOptions = field(default_factory=CompileOptions)
+    _gpu_kernel: compiler.CompiledKernel | None = field(default=None, repr=False)
     _launches: Any = field(default=None, repr=False)
 
     @property
@@ -70,21 +74,16 @@ class CompiledKernel:
         """The IR of every stage as text: `ir["tile"]`, ..., `ir["ptx"]`."""
         return StageIR(self)
 
-    def gpu_kernel(self) -> Any:
-        """The kernel taken to PTX with this specialization's launch options (compiled once;
+    def gpu_kernel(self) -> compiler.CompiledKernel:
+        """The kernel taken to PTX with this specialization's compile options (compiled once;
         needs no GPU)."""
         if self._gpu_kernel is None:
-            from tawa_xdsl.backend.compile import options_from_launch
-            from tawa_xdsl.runtime.cache import compile_cached
-
-            self._gpu_kernel = compile_cached(self.module, options_from_launch(self.options))
+            self._gpu_kernel = compile_cached(self.module, self.options)
         return self._gpu_kernel
 
     def launch_cache(self) -> Any:
         """The prepared GPU launches of this specialization (`runtime.dispatch.LaunchCache`)."""
         if self._launches is None:
-            from tawa_xdsl.runtime.dispatch import LaunchCache
-
             self._launches = LaunchCache(self.gpu_kernel())
         return self._launches
 
@@ -175,10 +174,6 @@ def interpret_launch(
     """Run every program of the grid in the tile interpreter; stores write the host tensors
     behind the descriptors (numpy, torch CPU) in place. A torch CUDA tensor is copied to the
     host and back, as Triton's interpreter does; the stream is ignored."""
-    from tawa_xdsl.interp.tile import run_kernel
-    from tawa_xdsl.runtime.dispatch import host_descriptor, is_descriptor
-    from tawa_xdsl.runtime.tensors import is_torch_tensor
-
     staged, write_back = [], []
     for a in args:
         if is_descriptor(a) and is_torch_tensor(a.base) and a.base.is_cuda:
@@ -193,13 +188,7 @@ def interpret_launch(
 
 def gpu_backend() -> Launcher | None:
     """The GPU launcher when a usable GPU and driver are present, else None."""
-    from tawa_xdsl.runtime import gpu_available
-
-    if not gpu_available():
-        return None
-    from tawa_xdsl.runtime.dispatch import gpu_launch
-
-    return gpu_launch
+    return gpu_launch if gpu_available() else None
 
 
 def interpret_requested(interpret: bool | None) -> bool | None:
@@ -277,10 +266,13 @@ class JITFunction:
 
     def bind(
         self, args: Sequence[Any], kwargs: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(every parameter by name, with defaults), (launch options)."""
-        options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs}
+    ) -> tuple[dict[str, Any], CompileOptions]:
+        """(every parameter by name, with defaults), (the compile options of the launch
+        keywords that are not parameters)."""
+        params = self.signature.parameters
+        launch = {k: kwargs.pop(k) for k in list(kwargs) if k not in params}
         try:
+            options = options_from_launch(launch)
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"{self.fn.__name__}: {error}") from None
@@ -318,12 +310,12 @@ class JITFunction:
         """Triton's name for `compile` (the grid is accepted and unused)."""
         return self.compile(*args, **kwargs)
 
-    def _compile(self, arguments: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
+    def _compile(self, arguments: dict[str, Any], options: CompileOptions) -> CompiledKernel:
         signature, constexprs = self.specialize(arguments)
         key = (
             tuple(signature),
             tuple(sorted((k, _hashable(v)) for k, v in constexprs.items())),
-            tuple(sorted(options.items())),
+            options,
         )
         if key not in self.cache:
             module = generate_kernel(self.fn, signature, constexprs)

@@ -7,14 +7,14 @@
 
 Each is a `torch.library` custom op with a fake (meta) implementation, so `torch.compile`
 (fullgraph=True) traces through it without a graph break. On CUDA tensors the op compiles the
-kernel once per configuration (disk-cached, `runtime.cache.compile_cached`), picks the config
+kernel once per configuration (disk-cached, `tawa_xdsl.compiler.compile_cached`), picks the config
 per shape with `autotune` on the first call (winners cached on disk), and launches on torch's
 current stream with the tensors in place. On CPU tensors it runs the same tile program in the
 interpreter (slow; for tests and debugging).
 
-The kernels come from one adapter function each (`gemm_module`, `attention_module`): for now
-`tawa_xdsl.gemm_configs.gemm_tile_ir` and `examples/attention_compile.tile_module`; they are
-the only lines to change when the library kernels move to `tawa_xdsl.kernels`. Bias,
+The kernels are the library's (`tawa_xdsl.kernels.gemm`, `tawa_xdsl.kernels.attention`),
+reached through one adapter function each (`gemm_module`, `gemm_configs`, `attention_module`).
+Bias,
 activation and fp8 scales are applied by torch after the kernel until those kernels take
 epilogues; GQA repeats K/V to the query heads (a copy).
 
@@ -22,9 +22,7 @@ This module imports without torch; calling an op without it raises ModuleNotFoun
 """
 
 import functools
-import importlib.util
 import math
-from pathlib import Path
 from typing import Any
 
 from tawa_xdsl import cdiv
@@ -37,7 +35,6 @@ except ModuleNotFoundError:  # the ops say what is missing when called
     Tensor = Any
 
 MISSING_TORCH = "tawa_xdsl.ops needs PyTorch: pip install 'tawa-xdsl[torch]'"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ACTIVATIONS = ("relu", "gelu", "silu")
 
 
@@ -47,49 +44,33 @@ ACTIVATIONS = ("relu", "gelu", "silu")
 def gemm_module(config: Any, dtype: str, out_dtype: str) -> Any:
     """The tile module of C = A @ B^T (A [M, K], B [N, K]) for one autotune config."""
     import tawa_xdsl.language as tl
-    from tawa_xdsl.gemm_configs import gemm_tile_ir
+    from tawa_xdsl.kernels.gemm import config_tile_ir
 
-    kw = config.kwargs
-    return gemm_tile_ir(
-        kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], TL_TYPES[dtype](tl),
-        group_m=kw.get("GROUP_M", 8), out_dtype=TL_TYPES[out_dtype](tl),
-    )  # fmt: skip
+    return config_tile_ir(config, TL_TYPES[dtype](tl), TL_TYPES[out_dtype](tl))
 
 
 def gemm_configs(dtype: str) -> list[Any]:
     """The autotune configs of the GEMM for inputs of `dtype`."""
     import tawa_xdsl.language as tl
-    from tawa_xdsl.gemm_configs import configs_for
+    from tawa_xdsl.kernels.gemm import configs_for
 
     return configs_for(TL_TYPES[dtype](tl))
 
 
 def attention_module(head_dim: int, dtype: str, causal: bool, return_lse: bool) -> Any:
     """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors, with
-    the options `examples/attention_compile.compile_attention` chooses."""
-    from tawa_xdsl.backend.compile import CompileOptions
+    the options `tawa_xdsl.kernels.attention.compile_attention` chooses by default."""
+    from tawa_xdsl.compiler import CompileOptions
+    from tawa_xdsl.kernels import attention
 
-    example = attention_example()
-    block_n = example.default_block_n(head_dim)
+    block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
-    module = example.tile_module(head_dim, short, causal, block_n, return_lse)
+    module = attention.tile_module(head_dim, short, causal, block_n, return_lse)
     options = CompileOptions(
         stages=3, mma_depth=1, consumers=2,
-        registers=example.default_registers(head_dim, block_n),
+        registers=attention.default_registers(head_dim, block_n),
     )  # fmt: skip
     return module, options
-
-
-@functools.cache
-def attention_example() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "attention_compile", EXAMPLES / "attention_compile.py"
-    )
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"tawa_xdsl.ops: {EXAMPLES / 'attention_compile.py'} missing")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 TL_TYPES = {
@@ -105,9 +86,7 @@ TL_TYPES = {
 
 @functools.cache
 def gemm_program(config: Any, dtype: str, out_dtype: str) -> tuple[Any, Any]:
-    from tawa_xdsl.backend.compile import options_from_launch
-
-    return gemm_module(config, dtype, out_dtype), options_from_launch(config.options())
+    return gemm_module(config, dtype, out_dtype), config.compile_options
 
 
 @functools.cache
@@ -118,7 +97,7 @@ def attention_program(head_dim: int, dtype: str, causal: bool, return_lse: bool)
 @functools.cache
 def gpu_kernel(program: tuple[Any, Any]) -> Any:
     """The PTX kernel of a (module, options) program (disk-cached)."""
-    from tawa_xdsl.runtime.cache import compile_cached
+    from tawa_xdsl.compiler import compile_cached
 
     return compile_cached(*program)
 

@@ -21,18 +21,6 @@ PTX_TARGET = "sm_90a"
 # Register classes: the `.reg` type and the short tag used in register names.
 REG_CLASSES = {"pred": "p", "b16": "h", "b32": "r", "b64": "rd", "f32": "f"}
 
-# A wgmma smem descriptor without its start address (§4.3): LBO = 1 (unused for swizzled
-# K-major), SBO = 8 rows of the swizzle span, base offset 0, layout code in bits 62..63.
-DESCRIPTOR_LAYOUT_CODE = {128: 1, 64: 2, 32: 3}
-
-
-def wgmma_descriptor_constant(swizzle: int) -> int:
-    """The constant bits of a K-major smem descriptor for `swizzle`-byte rows (§4.3)."""
-    if swizzle not in DESCRIPTOR_LAYOUT_CODE:
-        raise ValueError(f"wgmma descriptors need a 32, 64 or 128-byte swizzle, got {swizzle}")
-    sbo = 8 * swizzle
-    return (DESCRIPTOR_LAYOUT_CODE[swizzle] << 62) | ((sbo >> 4) << 32) | (1 << 16)
-
 
 def f32_hex(value: float) -> str:
     """A float as PTX's exact hex immediate: 1.0 -> `0f3F800000`."""

@@ -6,6 +6,18 @@ publishes it); a consumer `get`s use i (waits until it is full, borrows the payl
 marks it `consumed` (gives the slot back). The index is a logical use counter that grows by one
 per use; no op at this level sees a slot number or a parity bit (lower-aref derives them).
 
+The schedule is data on the ops, written by the pass that decided it and read by every later
+pass, the interpreters and the verifier's extractor (nobody recognises it by the IR's shape):
+
+* `aref.consumed %ring[%use] lag(L)`: a release that runs L uses after the get of `%use` (the
+  MMA lag of `mma-lag`: the consumer holds L + 1 uses while their MMAs are in flight);
+* `aref.drain %ring[%start, %end] lag(L)`: after a loop whose releases lag by L, release the
+  uses it still holds, max(end - L, start) .. end - 1;
+* `tawa.stage = 0` (STAGE_ATTR) on an `scf.if` of a software-pipelined loop: its ops are the
+  first stage of the next iteration, issued one iteration ahead under `iv + step < ub`;
+  with `tawa.peeled` (PEELED_ATTR) it is the copy of that stage for the first iteration,
+  peeled in front of the loop under `lb < ub`.
+
 A kernel body at this level is one `aref.warp_specialize` holding one `aref.group` per warp
 group; each group states its role, how many warpgroups run it and their register budget.
 """
@@ -15,12 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
     IntAttr,
     IntegerAttr,
     TensorType,
+    UnitAttr,
     i32,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -28,6 +42,7 @@ from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     Region,
     SpacedOpaqueSyntaxAttribute,
@@ -39,6 +54,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -54,6 +70,14 @@ from xdsl.utils.str_enum import StrEnum
 
 # The discardable attribute the partition pass puts on every op of a tile kernel.
 ROLE_ATTR = "aref.role"
+# The software-pipeline stage of an `scf.if` in a consumer group (`software-pipeline`): 0 is
+# the stage issued one iteration ahead; PEELED_ATTR marks its copy for the first iteration.
+STAGE_ATTR = "tawa.stage"
+PEELED_ATTR = "tawa.peeled"
+# What lower-aref writes below this level: the lag of a lagged release on the
+# `nvgpu.mbarrier_arrive` it becomes, and the lag of an `aref.drain` on the loop it becomes.
+LAG_ATTR = "tawa.lag"
+DRAIN_ATTR = "tawa.drain"
 
 # Register budgets per thread, as the Tawa paper sets them: the producer only computes
 # addresses, the consumers hold the accumulators. One producer and two consumer warpgroups of
@@ -192,19 +216,81 @@ class GetOp(IRDLOperation):
         _verify_payload("'aref.get' result types", self.ring, self.values)
 
 
+def _verify_lag(op: Operation, lag: int) -> None:
+    """A lagged release holds lag + 1 uses: at most the ring's depth, or the producer waits
+    for a slot the consumer never gives back."""
+    depth = _ring_type(op.operands[0]).depth.data
+    if not 0 <= lag < depth:
+        raise VerifyException(
+            f"'{op.name}' lag must be in 0..{depth - 1} (below the ring depth {depth}), got {lag}"
+        )
+
+
+def _inside_loop(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, GroupOp):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 @irdl_op_definition
 class ConsumedOp(IRDLOperation):
-    """Consumer: release the slot of use `index` back to the producer."""
+    """Consumer: release the slot of use `index` back to the producer.
+
+    With `lag(L)` the release runs L uses late: inside a loop whose current use is
+    `index + L` (the MMAs of the L younger uses may still read their slots)."""
 
     name = "aref.consumed"
 
     ring = operand_def(RingType)
     index = operand_def(i32)
+    lag = opt_prop_def(IntegerAttr[I32])
 
-    assembly_format = "$ring `[` $index `]` attr-dict `:` type($ring)"
+    assembly_format = "$ring `[` $index `]` (`lag` `(` $lag^ `)`)? attr-dict `:` type($ring)"
 
-    def __init__(self, ring: SSAValue, index: SSAValue):
-        super().__init__(operands=[ring, index])
+    def __init__(self, ring: SSAValue, index: SSAValue, lag: int | None = None):
+        properties = {} if lag is None else {"lag": IntegerAttr(lag, i32)}
+        super().__init__(operands=[ring, index], properties=properties)
+
+    @property
+    def lag_value(self) -> int:
+        """How many uses late this release runs (0: right after its use)."""
+        return 0 if self.lag is None else self.lag.value.data
+
+    def verify_(self) -> None:
+        _verify_lag(self, self.lag_value)
+        if self.lag_value and not _inside_loop(self):
+            raise VerifyException("'aref.consumed' with a lag must be inside a loop")
+
+
+@irdl_op_definition
+class DrainOp(IRDLOperation):
+    """Consumer: after a loop whose releases lag by `lag` uses, release the uses it still
+    holds: max(end - lag, start) .. end - 1, in order (`start`, `end`: the loop's first use
+    and the use after its last)."""
+
+    name = "aref.drain"
+
+    ring = operand_def(RingType)
+    start = operand_def(i32)
+    end = operand_def(i32)
+    lag = prop_def(IntegerAttr[I32])
+
+    assembly_format = "$ring `[` $start `,` $end `]` `lag` `(` $lag `)` attr-dict `:` type($ring)"
+
+    def __init__(self, ring: SSAValue, start: SSAValue, end: SSAValue, lag: int):
+        super().__init__(operands=[ring, start, end], properties={"lag": IntegerAttr(lag, i32)})
+
+    @property
+    def lag_value(self) -> int:
+        return self.lag.value.data
+
+    def verify_(self) -> None:
+        if self.lag_value < 1:
+            raise VerifyException(f"'aref.drain' lag must be at least 1, got {self.lag_value}")
+        _verify_lag(self, self.lag_value)
 
 
 @irdl_op_definition
@@ -281,6 +367,43 @@ class GroupOp(IRDLOperation):
                 f"'aref.group' registers must be a multiple of 8 in 24..256 (setmaxnreg), "
                 f"got {registers}"
             )
+        for op in self.body.walk():
+            _verify_stage(op)
+
+
+def stage_of(op: Operation) -> int | None:
+    """The software-pipeline stage `software-pipeline` gave `op`, or None."""
+    attr = op.attributes.get(STAGE_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_peeled(op: Operation) -> bool:
+    """Whether `op` is the copy of stage 0 peeled in front of its loop."""
+    return PEELED_ATTR in op.attributes
+
+
+def _verify_stage(op: Operation) -> None:
+    """Stage 0 marks an `scf.if` of a consumer loop body (issued for the next iteration) or,
+    peeled, an `scf.if` right in front of the loop it belongs to."""
+    stage = op.attributes.get(STAGE_ATTR)
+    peeled = op.attributes.get(PEELED_ATTR)
+    if stage is None and peeled is None:
+        return
+    where = f"'{op.name}' with {STAGE_ATTR}"
+    if not (isinstance(stage, IntegerAttr) and stage.value.data == 0):
+        raise VerifyException(f"'{op.name}': {STAGE_ATTR} must be 0 : i32 (the stage ahead)")
+    if not isinstance(op, scf.IfOp):
+        raise VerifyException(f"{where} must be an 'scf.if' (the stage's guard)")
+    if peeled is not None:
+        if not isinstance(peeled, UnitAttr):
+            raise VerifyException(f"'{op.name}': {PEELED_ATTR} must be a unit attribute")
+        later = op.next_op
+        while later is not None and not isinstance(later, scf.ForOp):
+            later = later.next_op
+        if later is None:
+            raise VerifyException(f"{where} peeled must precede the loop it was peeled from")
+    elif not isinstance(op.parent_op(), scf.ForOp):
+        raise VerifyException(f"{where} must be in a loop body (or peeled, before the loop)")
 
 
 @irdl_op_definition
@@ -299,6 +422,6 @@ class WarpgroupIndexOp(IRDLOperation):
 
 Aref = Dialect(
     "aref",
-    [CreateOp, PutOp, GetOp, ConsumedOp, WarpSpecializeOp, GroupOp, WarpgroupIndexOp],
+    [CreateOp, PutOp, GetOp, ConsumedOp, DrainOp, WarpSpecializeOp, GroupOp, WarpgroupIndexOp],
     [RingType, RoleAttr],
 )

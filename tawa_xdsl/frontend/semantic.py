@@ -309,13 +309,27 @@ def constant_shape(shape: object, what: str) -> tuple[int, ...]:
     if not isinstance(shape, tuple | list) or not all(
         isinstance(d, int) and not isinstance(d, bool) for d in shape
     ):
-        raise SemanticError(
-            f"{what} must be a compile-time constant tuple of ints (use tl.constexpr "
-            f"parameters), got {_describe(shape)}"
-        )
+        raise SemanticError(f"{what} must be a compile-time constant tuple of ints, {_why(shape)}")
     if any(d <= 0 for d in shape):
         raise SemanticError(f"{what} dims must be positive, got {list(shape)}")
     return tuple(shape)
+
+
+def _why(shape: object) -> str:
+    """What is not constant in a shape, by the names the user wrote (`BM` for a parameter)."""
+    if not isinstance(shape, tuple | list):
+        return f"got {_describe(shape)}"
+    runtime = [(i, d) for i, d in enumerate(shape) if isinstance(d, Scalar)]
+    if not runtime:
+        return f"got {_describe(shape)}"
+    dims = ", ".join(d.ssa.name_hint or "?" if isinstance(d, Scalar) else repr(d) for d in shape)
+    index, first = runtime[0]
+    name = first.ssa.name_hint
+    what = f"'{name}'" if name else f"dim {index}"
+    return (
+        f"got ({dims}): {what} is a run-time {first.dtype} value (a shape takes literals and "
+        "tl.constexpr parameters)"
+    )
 
 
 def expand_dims(b: IRBuilder, value: Tile, axis: int) -> Tile:

@@ -18,6 +18,11 @@ Levels, in order (`LEVELS`):
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
+* `nvgpu`: `lower-to-nvgpu`, then the nvgpu interpreter (every thread, fragments through
+  their layouts, wgmma reading smem when retired) under the case's nvgpu schedule: bit for
+  bit equal to the tile level where the fragment math is numpy's, else (exp2, row sums,
+  max.f32 on NaN are the GPU's) within the numpy bounds. Skipped, and counted, for programs
+  the lowering refuses.
 * `gpu` (GPU mode only): `compile_to_ptx` + launch on the device; within the numpy bounds
   (the GPU's rounding order differs from numpy's, so not bit for bit).
 
@@ -35,10 +40,11 @@ from typing import Any
 
 import numpy as np
 
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.fuzz.programs import Program, program_from_json
 
-LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "gpu")
-CPU_LEVELS = ("tile", "compile", "verify", "aref", "mbarrier")
+LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu", "gpu")
+CPU_LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu")
 
 Schedule = str | int | list[int]
 
@@ -73,6 +79,7 @@ class Case:
     options: Options
     aref_schedule: Schedule = "random"
     mbarrier_schedule: Schedule = "random"
+    nvgpu_schedule: Schedule = "random"
     tile_ir: str | None = None
     levels: tuple[str, ...] = CPU_LEVELS
 
@@ -89,6 +96,7 @@ class Case:
             "options": self.options.__dict__.copy(),
             "aref_schedule": self.aref_schedule,
             "mbarrier_schedule": self.mbarrier_schedule,
+            "nvgpu_schedule": self.nvgpu_schedule,
             "levels": list(self.levels),
         }
 
@@ -103,6 +111,7 @@ class Case:
             options=Options(**data["options"]),
             aref_schedule=_schedule(data.get("aref_schedule", "random")),
             mbarrier_schedule=_schedule(data.get("mbarrier_schedule", "random")),
+            nvgpu_schedule=_schedule(data.get("nvgpu_schedule", "random")),
             tile_ir=tile_ir,
             levels=tuple(data.get("levels", CPU_LEVELS)),
         )
@@ -170,6 +179,41 @@ def _lowered(text: str, options: Options) -> Any:
     return module
 
 
+@lru_cache(maxsize=64)
+def _nvgpu_level(text: str, options: Options) -> Any:
+    """The program after `lower-to-nvgpu`, or the lowering's one-line refusal (a string)."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tawa_xdsl.dialects import make_context
+    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+
+    module = _lowered(text, options).clone()
+    try:
+        LowerToNvgpuPass().apply(make_context(), module)
+    except PassFailedException as error:
+        return f"lower-to-nvgpu refuses it: {str(error).splitlines()[0][:100]}"
+    module.verify()
+    return module
+
+
+def _exact_at_nvgpu_level(module: Any) -> bool:
+    """Whether the nvgpu level computes what the tile level does, bit for bit: no op whose
+    GPU form differs from numpy's (`ex2.approx`/`lg2.approx`, per-thread row sums, `max.f32`
+    on NaN)."""
+    from tawa_xdsl.dialects import nvgpu
+
+    approximate = (nvgpu.FragmentUnaryOp, nvgpu.FragmentRowReduceOp, nvgpu.ShuffleXorOp)
+    for op in module.walk():
+        if isinstance(op, approximate):
+            return False
+        if isinstance(op, nvgpu.FragmentBinaryOp) and op.kind.data in (
+            nvgpu.BinaryKind.MAX,
+            nvgpu.BinaryKind.MIN,
+        ):
+            return False
+    return True
+
+
 def _copy_args(args: list[Any]) -> list[Any]:
     return [a.copy() if isinstance(a, np.ndarray) and a.ndim > 0 else a for a in args]
 
@@ -212,7 +256,6 @@ def _gpu_kernel(text: str, options: Options) -> Any:
     A failed barrier-protocol proof is a bug, not a refusal: it propagates."""
     from xdsl.utils.exceptions import DiagnosticException
 
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.diagnostics import TawaError
     from tawa_xdsl.verify.check import ProtocolError
 
@@ -253,6 +296,7 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
     """Run `case` through its levels; raises `FuzzFailure` at the first disagreement."""
     from tawa_xdsl.interp.aref import run_warp_specialized
     from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
+    from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
     from tawa_xdsl.interp.tile import run_kernel
     from tawa_xdsl.transforms.persistent import persistent_launch
 
@@ -338,6 +382,28 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
             except Exception as error:  # noqa: BLE001
                 raise fail("mbarrier", f"{type(error).__name__}: {error}") from error
             same("mbarrier", actual)
+        if "nvgpu" in case.levels:
+            try:
+                nvgpu_module = _nvgpu_level(case.ir(), opts)
+                if isinstance(nvgpu_module, str):
+                    outcome.skipped["nvgpu"] = nvgpu_module
+                else:
+                    actual = launch_ws(run_nvgpu_kernel, nvgpu_module, case.nvgpu_schedule)
+            except Exception as error:  # noqa: BLE001
+                raise fail("nvgpu", f"{type(error).__name__}: {error}") from error
+            if isinstance(nvgpu_module, str):
+                pass
+            elif _exact_at_nvgpu_level(nvgpu_module):
+                same("nvgpu", actual)
+            else:
+                bad = bounds.violations(actual)
+                if bad.any():
+                    raise fail(
+                        "nvgpu",
+                        "nvgpu level vs numpy: "
+                        + _describe_mismatch(actual, bad, "outside the numpy bounds", hint),
+                    )
+                outcome.ran.append("nvgpu")
 
     if "gpu" in case.levels:
         gpu_args = _copy_args(args)

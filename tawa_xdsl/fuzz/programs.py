@@ -14,7 +14,8 @@ vector read through a rank-1 descriptor), `bias_scalar` (plus an f32 scalar argu
 `round_f16` / `round_bf16` (tile.convert there and back), then a store in f16, bf16 or f32.
 
 Attention-like: O = softmax(Q K^T * scale) V per head, FlashAttention's online softmax in
-base 2 (as examples/attention.mlir), head dim 64 or 128, key block 64 or 128, causal or not.
+base 2: the library kernel `tawa_xdsl.kernels.attention.attn_fwd` with head dim 64 or 128,
+key block 64 or 128, causal or not.
 
 The GEMM reference is interval arithmetic: every f32 op the program runs is monotone, so
 rounding the float64 endpoints of an interval with the same numpy rounding keeps the exact
@@ -356,114 +357,14 @@ class AttentionProgram:
         return 3
 
     def tile_ir(self) -> str:
-        """The kernel as tile IR text (the shape of examples/attention.mlir)."""
-        bm, bn, d, dt = self.block_m, self.block_n, self.head_dim, self.dtype
-        s_t = f"tensor<{bm}x{bn}xf32>"
-        o_t = f"tensor<{bm}x{d}xf32>"
-        row_t = f"tensor<{bm}xf32>"
-        if self.causal:
-            bounds = [
-                "  %diagonal_end = arith.addi %off_m, %block_m : i32",
-                "  %hi = arith.minsi %diagonal_end, %seq : i32",
-            ]
-            mask = [
-                f"    %cols_b = tile.broadcast %cols_row : tensor<1x{bn}xi32>"
-                f" -> tensor<{bm}x{bn}xi32>",
-                f"    %before_row = tile.cmp le, %cols_b, %rows_b : tensor<{bm}x{bn}xi32>"
-                f" -> tensor<{bm}x{bn}xi1>",
-                f"    %visible = arith.andi %in_seq, %before_row : tensor<{bm}x{bn}xi1>",
-            ]
-            rows = [
-                f"  %rows0 = tile.arange 0, {bm} : tensor<{bm}xi32>",
-                f"  %off_m_t = tile.splat %off_m : i32 -> tensor<{bm}xi32>",
-                f"  %rows = arith.addi %rows0, %off_m_t : tensor<{bm}xi32>",
-                f"  %rows_col = tile.expand_dims %rows, 1 : tensor<{bm}xi32> -> tensor<{bm}x1xi32>",
-                f"  %rows_b = tile.broadcast %rows_col : tensor<{bm}x1xi32>"
-                f" -> tensor<{bm}x{bn}xi32>",
-            ]
-        else:
-            bounds = ["  %hi = arith.addi %seq, %c0 : i32"]
-            mask = [f"    %visible = arith.andi %in_seq, %in_seq : tensor<{bm}x{bn}xi1>"]
-            rows = []
-        lines = [
-            f"// fuzz: {self.describe()}",
-            f"func.func @fuzz_attention(%q_desc: !tile.desc<1x{bm}x{d}x{dt}>,"
-            f" %k_desc: !tile.desc<1x{bn}x{d}x{dt}>, %v_desc: !tile.desc<1x{bn}x{d}x{dt}>,"
-            f" %o_desc: !tile.desc<1x{bm}x{d}x{dt}>, %seq: i32, %sm_scale: f32) {{",
-            "  %c0 = arith.constant 0 : i32",
-            f"  %block_m = arith.constant {bm} : i32",
-            f"  %block_n = arith.constant {bn} : i32",
-            "  %log2e = arith.constant 1.44269504 : f32",
-            "  %neg_inf = arith.constant 0xFF800000 : f32",
-            "  %zero = arith.constant 0.000000e+00 : f32",
-            "  %start_m = tile.program_id 0 : i32",
-            "  %head = tile.program_id 1 : i32",
-            "  %off_m = arith.muli %start_m, %block_m : i32",
-            "  %qk_scale = arith.mulf %sm_scale, %log2e : f32",
-            f"  %qk_scale_t = tile.splat %qk_scale : f32 -> {s_t}",
-            f"  %q3 = tile.load %q_desc[%head, %off_m, %c0] : !tile.desc<1x{bm}x{d}x{dt}>"
-            f" -> tensor<1x{bm}x{d}x{dt}>",
-            f"  %q = tile.reshape %q3 : tensor<1x{bm}x{d}x{dt}> -> tensor<{bm}x{d}x{dt}>",
-            f"  %m0 = tile.splat %neg_inf : f32 -> {row_t}",
-            f"  %l0 = tile.splat %zero : f32 -> {row_t}",
-            f"  %acc0 = tile.splat %zero : f32 -> {o_t}",
-            f"  %qk_zero = tile.splat %zero : f32 -> {s_t}",
-            f"  %neg_inf_t = tile.splat %neg_inf : f32 -> {s_t}",
-            f"  %seq_t = tile.splat %seq : i32 -> tensor<1x{bn}xi32>",
-            f"  %cols0 = tile.arange 0, {bn} : tensor<{bn}xi32>",
-            *rows,
-            *bounds,
-            "  %acc, %l, %m = scf.for %start_n = %c0 to %hi step %block_n",
-            "      iter_args(%acc_i = %acc0, %l_i = %l0, %m_i = %m0)",
-            f"      -> ({o_t}, {row_t}, {row_t}) : i32 {{",
-            f"    %k3 = tile.load %k_desc[%head, %start_n, %c0] : !tile.desc<1x{bn}x{d}x{dt}>"
-            f" -> tensor<1x{bn}x{d}x{dt}>",
-            f"    %k = tile.reshape %k3 : tensor<1x{bn}x{d}x{dt}> -> tensor<{bn}x{d}x{dt}>",
-            f"    %k_t = tile.trans %k : tensor<{bn}x{d}x{dt}> -> tensor<{d}x{bn}x{dt}>",
-            f"    %qk = tile.dot %q, %k_t, %qk_zero : tensor<{bm}x{d}x{dt}>,"
-            f" tensor<{d}x{bn}x{dt}> -> {s_t}",
-            f"    %qk_scaled = arith.mulf %qk, %qk_scale_t : {s_t}",
-            f"    %start_n_t = tile.splat %start_n : i32 -> tensor<{bn}xi32>",
-            f"    %cols = arith.addi %cols0, %start_n_t : tensor<{bn}xi32>",
-            f"    %cols_row = tile.expand_dims %cols, 0 : tensor<{bn}xi32> -> tensor<1x{bn}xi32>",
-            f"    %in_seq_row = tile.cmp lt, %cols_row, %seq_t : tensor<1x{bn}xi32>"
-            f" -> tensor<1x{bn}xi1>",
-            f"    %in_seq = tile.broadcast %in_seq_row : tensor<1x{bn}xi1> -> tensor<{bm}x{bn}xi1>",
-            *mask,
-            f"    %s = tile.where %visible, %qk_scaled, %neg_inf_t : tensor<{bm}x{bn}xi1>, {s_t}",
-            f"    %row_max = tile.reduce max %s, 1 : {s_t} -> {row_t}",
-            f"    %m_next = arith.maximumf %m_i, %row_max : {row_t}",
-            f"    %m_next_col = tile.expand_dims %m_next, 1 : {row_t} -> tensor<{bm}x1xf32>",
-            f"    %m_next_b = tile.broadcast %m_next_col : tensor<{bm}x1xf32> -> {s_t}",
-            f"    %s_shifted = arith.subf %s, %m_next_b : {s_t}",
-            f"    %p = math.exp2 %s_shifted : {s_t}",
-            f"    %row_sum = tile.reduce sum %p, 1 : {s_t} -> {row_t}",
-            f"    %m_diff = arith.subf %m_i, %m_next : {row_t}",
-            f"    %alpha = math.exp2 %m_diff : {row_t}",
-            f"    %l_scaled = arith.mulf %l_i, %alpha : {row_t}",
-            f"    %l_next = arith.addf %l_scaled, %row_sum : {row_t}",
-            f"    %alpha_col = tile.expand_dims %alpha, 1 : {row_t} -> tensor<{bm}x1xf32>",
-            f"    %alpha_b = tile.broadcast %alpha_col : tensor<{bm}x1xf32> -> {o_t}",
-            f"    %acc_scaled = arith.mulf %acc_i, %alpha_b : {o_t}",
-            f"    %v3 = tile.load %v_desc[%head, %start_n, %c0] : !tile.desc<1x{bn}x{d}x{dt}>"
-            f" -> tensor<1x{bn}x{d}x{dt}>",
-            f"    %v = tile.reshape %v3 : tensor<1x{bn}x{d}x{dt}> -> tensor<{bn}x{d}x{dt}>",
-            f"    %p16 = tile.convert %p : {s_t} -> tensor<{bm}x{bn}x{dt}>",
-            f"    %acc_next = tile.dot %p16, %v, %acc_scaled : tensor<{bm}x{bn}x{dt}>,"
-            f" tensor<{bn}x{d}x{dt}> -> {o_t}",
-            f"    scf.yield %acc_next, %l_next, %m_next : {o_t}, {row_t}, {row_t}",
-            "  }",
-            f"  %l_col = tile.expand_dims %l, 1 : {row_t} -> tensor<{bm}x1xf32>",
-            f"  %l_b = tile.broadcast %l_col : tensor<{bm}x1xf32> -> {o_t}",
-            f"  %o = arith.divf %acc, %l_b : {o_t}",
-            f"  %o16 = tile.convert %o : {o_t} -> tensor<{bm}x{d}x{dt}>",
-            f"  %o3 = tile.reshape %o16 : tensor<{bm}x{d}x{dt}> -> tensor<1x{bm}x{d}x{dt}>",
-            f"  tile.store %o_desc[%head, %off_m, %c0], %o3 : !tile.desc<1x{bm}x{d}x{dt}>,"
-            f" tensor<1x{bm}x{d}x{dt}>",
-            "  func.return",
-            "}",
-        ]
-        return "\n".join(lines) + "\n"
+        """The kernel as tile IR text: the library attention forward
+        (`tawa_xdsl.kernels.attention.attn_fwd`) specialized to this program."""
+        from tawa_xdsl.kernels.attention import tile_module
+
+        module = tile_module(
+            self.head_dim, self.dtype, self.causal, self.block_n, block_m=self.block_m
+        )
+        return f"// fuzz: {self.describe()}\n{module!s}\n"
 
     def make_inputs(
         self, shape: dict[str, int], seed: int, values: str, scalars: list[float]

@@ -25,9 +25,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
+from tawa_xdsl.fuzz.check import LEVELS, Case, FuzzFailure, Outcome, check_case
 
 FORMAT = "tawa-fuzz-repro/1"
+# Levels that run on the warp-specialized program, which the `compile` level builds.
+COMPILED_LEVELS = ("compile", "verify", "aref", "mbarrier")
+
+
+class LevelError(ValueError):
+    """A `--level` list naming a level that does not exist."""
+
+
+def levels_to_run(text: str) -> tuple[str, ...]:
+    """`"aref"` -> ("tile", "compile", "aref"): the named levels with the ones they need (the
+    tile level is the reference of every other; verify, aref and mbarrier run on what
+    compile builds), in the order `check_case` runs them."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in LEVELS]
+    if unknown or not names:
+        what = f"unknown level {', '.join(map(repr, unknown))}" if unknown else "no level given"
+        raise LevelError(f"--level: {what} (levels: {', '.join(LEVELS)})")
+    wanted = {"tile", *names}
+    if wanted & set(COMPILED_LEVELS):
+        wanted.add("compile")
+    return tuple(level for level in LEVELS if level in wanted)
 
 
 def reproducer(failure: FuzzFailure) -> dict[str, Any]:
@@ -75,6 +96,11 @@ class Replay:
 def replay(path: Path | str, levels: tuple[str, ...] | None = None) -> Replay:
     """Run the case of `path` again (optionally at other `levels`)."""
     case, data = load_reproducer(path)
+    return replay_case(case, data, levels)
+
+
+def replay_case(case: Case, data: dict[str, Any], levels: tuple[str, ...] | None = None) -> Replay:
+    """Run a loaded reproducer's case again (optionally at other `levels`)."""
     if levels is not None:
         case = Case(**{**case.__dict__, "levels": levels})
     outcome = Outcome()

@@ -18,6 +18,9 @@ Ring semantics (`!aref.ring<[...], D>`; the index `i` is the logical use counter
 * `get(i)` waits until use i has been put and returns a private copy of the payload;
 * `consumed(i)` releases it. The copy that `get` returned is then dead: SSA values holding it
   read as an error, and its memory is filled with NaN, so a read after release never passes.
+  `consumed(i) lag(L)` must run after the get of use i + L - 1 (it holds L younger uses);
+* `drain[start, end] lag(L)` releases uses max(end - L, start) .. end - 1 in order, each as
+  `consumed` does.
 
 Protocol errors (`ArefProtocolError`, with the op's `file:line:col`): indices that are not
 0, 1, 2, ... per warpgroup, per ring and per side; consumed without get; a get of a use whose
@@ -191,19 +194,38 @@ def _get(ev: Evaluator, op: aref.GetOp, operands: list[Any]) -> Generator[Blocke
     return copies
 
 
-def _consumed(ev: Evaluator, op: aref.ConsumedOp, operands: list[Any]) -> Generator[Blocked]:
-    ring, index = operands
-    use = int(index)
+def _release(ev: Evaluator, op: Operation, ring: Ring, use: int) -> None:
+    """Give use `use` back: one more consumer warpgroup released its slot."""
     copies = ring.borrowed.pop((ev.state.get("task", ""), use), None)
     if copies is None:
         raise _protocol_error(ev, op, ring, f"consumed use {use} without a get of it")
     _check_index(ev, op, ring, "consumed", use)
-    yield from sync_point(op, "never blocks", lambda: True)
     ring.slot(use).released += 1
     _complete(ev, ring, "consumed", use)
-    _kill(
-        ev, copies, f"reads use {use} of {ring.name} after its 'aref.consumed' at {op_location(op)}"
-    )
+    _kill(ev, copies, f"reads use {use} of {ring.name} after its '{op.name}' at {op_location(op)}")
+
+
+def _consumed(ev: Evaluator, op: aref.ConsumedOp, operands: list[Any]) -> Generator[Blocked]:
+    ring, index = operands
+    use = int(index)
+    lag = op.lag_value
+    got = ring.next_index.get((ev.state.get("task", ""), "get"), 0)
+    if lag and got < use + lag:
+        raise _protocol_error(
+            ev, op, ring, f"release of use {use} lagged by {lag} runs before the get of use "
+            f"{use + lag - 1} (it must hold {lag} younger uses)",
+        )  # fmt: skip
+    yield from sync_point(op, "never blocks", lambda: True)
+    _release(ev, op, ring, use)
+    return ()
+
+
+def _drain(ev: Evaluator, op: aref.DrainOp, operands: list[Any]) -> Generator[Blocked]:
+    """Release uses max(end - lag, start) .. end - 1, in order."""
+    ring, start, end = operands
+    for use in range(max(int(end) - op.lag_value, int(start)), int(end)):
+        yield from sync_point(op, "never blocks", lambda: True)
+        _release(ev, op, ring, use)
     return ()
 
 
@@ -293,6 +315,7 @@ AREF_HANDLERS: dict[type[Operation], Handler] = {
     aref.PutOp: _put,
     aref.GetOp: _get,
     aref.ConsumedOp: _consumed,
+    aref.DrainOp: _drain,
     aref.WarpgroupIndexOp: warpgroup_index,
 }
 

@@ -1,5 +1,9 @@
 """The GPU runtime: load PTX, encode TMA tensor maps, move memory, launch, cache kernels.
 
+The runtime is the bottom of the stack: it imports nothing of the compiler. A compiled kernel
+reaches it as data (`launch.CompiledProgram`: PTX, entry name, the source of every `.param`,
+tensor-map boxes, shared memory, threads, its grid rule).
+
 Importing this package needs neither cuda-python nor a GPU; the driver is imported on first
 use, and every way of lacking one ends in a one-line `NoGPUError` (a RuntimeError).
 
@@ -21,18 +25,22 @@ Modules:
 * `tensormap` -- `TensorMapSpec` (validation, numpy order), `encode_tiled`, `tensor_map`.
 * `memory` -- `DeviceArray`, `empty`, `to_device`, `to_host`, `copy_into`, `describe`.
 * `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
-  smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch).
-* `cache` -- `KernelCache`, `cache_key`, `compile_cached`: compiled kernels on disk, atomic
-  writes, one warning for an unusable directory.
+  smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch);
+  `launch_compiled` / `prepare_compiled` launch what `tawa_xdsl.compiler` made from the
+  kernel's own arguments (parameters and tensor maps built here, the one place).
+* `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes, one warning
+  for an unusable directory (`tawa_xdsl.compiler.compile_cached` compiles through it).
 * `tensors` -- where any tensor argument lives (numpy, torch, `__cuda_array_interface__`,
   DLPack) and its layout, read without copies or a torch import.
-* `dispatch` -- the `@jit` GPU launch: device tensors in place, `LaunchCache` of prepared
-  launches, the stream (torch's current one unless given).
+* `dispatch` -- `gpu_launch`, `@jit`'s GPU launcher: device tensors in place, a `LaunchCache`
+  of prepared launches (`prepare_compiled`), the stream (torch's current one unless given);
+  host tensors through `launch_compiled`.
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
 """
 
 from tawa_xdsl.runtime.cache import CacheEntry, KernelCache, cache_key
+from tawa_xdsl.runtime.dispatch import gpu_launch
 from tawa_xdsl.runtime.driver import Device, gpu_available, require_gpu
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype
 from tawa_xdsl.runtime.errors import (
@@ -45,10 +53,15 @@ from tawa_xdsl.runtime.errors import (
     UnsupportedGPUError,
 )
 from tawa_xdsl.runtime.launch import (
+    CompiledProgram,
     LaunchConfig,
     PreparedLaunch,
+    TensorMapInfo,
+    kernel_arguments,
     launch,
+    launch_compiled,
     launch_with,
+    prepare_compiled,
     prepare_launch,
 )
 from tawa_xdsl.runtime.memory import DeviceArray, copy_into, describe, empty, to_device, to_host
@@ -69,6 +82,7 @@ def synchronize() -> None:
 
 __all__ = [
     "CacheEntry",
+    "CompiledProgram",
     "CudaError",
     "DTypeMismatchError",
     "Device",
@@ -84,6 +98,7 @@ __all__ = [
     "Swizzle",
     "TensorMap",
     "TensorMapError",
+    "TensorMapInfo",
     "TensorMapSpec",
     "UnsupportedGPUError",
     "cache_key",
@@ -94,11 +109,15 @@ __all__ = [
     "encode_tiled",
     "expect_dtype",
     "gpu_available",
+    "gpu_launch",
+    "kernel_arguments",
     "launch",
+    "launch_compiled",
     "launch_with",
     "load_cubin",
     "load_kernel",
     "load_ptx",
+    "prepare_compiled",
     "prepare_launch",
     "require_gpu",
     "synchronize",

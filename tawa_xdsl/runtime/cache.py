@@ -13,15 +13,13 @@ The directory is `$TAWA_CACHE_DIR`, else `$XDG_CACHE_HOME/tawa-xdsl`, else `~/.c
 A directory that cannot be read or written (a file in its place, no permission, a full disk)
 costs one warning per directory and the cache is bypassed: never a crash.
 
-`compile_cached(module, options)` is the compile every launch path uses: the PTX and launch
-metadata of a tile module under `CompileOptions`, from the disk when a process compiled (and
-proved) the same IR with the same options and compiler before. The compiler version includes
-a hash of the package's own sources, so an edited compiler never reads a stale entry.
+`tawa_xdsl.compiler.compile_cached` keeps compiled kernels here (every launch path compiles
+through it). The compiler version in every key includes a hash of the package's own sources,
+so an edited compiler never reads a stale entry.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -42,7 +40,7 @@ DEFAULT_TARGET = "sm_90a"
 def compiler_version() -> str:
     """tawa-xdsl's version and source hash with xDSL's version, read without importing either's
     heavy modules."""
-    from tawa_xdsl import __version__
+    from tawa_xdsl.version import __version__
 
     try:
         xdsl_version = metadata.version("xdsl")
@@ -199,44 +197,6 @@ class CacheStats:
 
 
 STATS = CacheStats()
-
-
-def compile_cached(module: Any, options: Any = None, cache: KernelCache | None = None) -> Any:
-    """`compile_to_ptx(module, options)`, read from the disk cache when it holds the kernel.
-
-    The key is the module's text, the options, the compiler version and the target; the entry
-    holds the PTX, the IR of every stage and the launch metadata, so a hit runs no pass and
-    no proof (the entry exists only because the proof of the same IR succeeded)."""
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
-
-    opts = options or CompileOptions()
-    key = cache_key(str(module), dataclasses.asdict(opts))
-
-    def build() -> tuple[bytes, Mapping[str, Any]]:
-        kernel = compile_to_ptx(module, opts)
-        return kernel_to_json(kernel).encode(), {"kernel": kernel.name}
-
-    entry = (cache or KernelCache()).get_or_build(key, build)
-    return kernel_from_json(entry.payload.decode())
-
-
-def kernel_to_json(kernel: Any) -> str:
-    """A backend `CompiledKernel` as JSON (every field; tensor maps by argument index)."""
-    record = dataclasses.asdict(kernel)
-    record["tensor_maps"] = list(record["tensor_maps"].values())
-    return json.dumps(record)
-
-
-def kernel_from_json(text: str) -> Any:
-    """The backend `CompiledKernel` that `kernel_to_json` wrote."""
-    from tawa_xdsl.backend.compile import CompiledKernel, TensorMapInfo
-    from tawa_xdsl.backend.emit_ptx import KernelParam
-
-    record = json.loads(text)
-    maps = [TensorMapInfo(m["arg"], tuple(m["box"]), m["swizzle"]) for m in record["tensor_maps"]]
-    record["params"] = [KernelParam(**p) for p in record["params"]]
-    record["tensor_maps"] = {m.arg: m for m in maps}
-    return CompiledKernel(**record)
 
 
 def encode_entry(payload: bytes, meta: dict[str, Any]) -> bytes:

@@ -1,6 +1,16 @@
 """Launching a kernel: cuLaunchKernelEx with grid, block, dynamic smem and cluster dims.
 
-Arguments are packed from the kernel's PTX signature: a `TensorMap` fills a `.b8 [128]`
+Two levels. `launch(kernel, grid, block, *params)` takes a loaded `Kernel` and one value per
+PTX parameter. `launch_compiled(compiled, grid, *args)` takes what `tawa_xdsl.compiler` made
+(a `CompiledProgram`) and the kernel's own arguments in signature order: it loads the PTX,
+asks the program for its launch grid (persistent kernels run one program per SM and take the
+logical grid as trailing arguments), and builds every `.param` from the arguments
+(`kernel_arguments`: a descriptor argument gives its tensor map, pointer, extents and strides).
+Descriptor arguments are device tensors (torch, `__cuda_array_interface__`, DeviceArray) or
+`tawa_xdsl.TensorDescriptor`s over numpy arrays (copied in, and back out after the launch).
+`@jit`'s GPU launcher (`tawa_xdsl.runtime.dispatch.gpu_launch`) sits on these two.
+
+Parameters are packed from the kernel's PTX signature: a `TensorMap` fills a `.b8 [128]`
 parameter by value (the map's own aligned buffer is passed), a device array (ours, torch,
 `__cuda_array_interface__`) or an int fills a 64-bit pointer, ints and floats fill scalars.
 `cuLaunchKernelEx` receives an array of host pointers, one per parameter, each pointing at that
@@ -11,17 +21,17 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from tawa_xdsl.runtime.driver import call, cuda_driver
+from tawa_xdsl.runtime.driver import call, cuda_driver, require_gpu
 from tawa_xdsl.runtime.errors import LaunchError
-from tawa_xdsl.runtime.memory import device_pointer
-from tawa_xdsl.runtime.module import Kernel, Param
-from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap
+from tawa_xdsl.runtime.memory import describe, device_pointer, to_device, to_host
+from tawa_xdsl.runtime.module import Kernel, Param, load_kernel
+from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap, tensor_map
 
 Dim3 = tuple[int, int, int]
 MAX_CLUSTER_SIZE = 8  # portable limit; 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -233,3 +243,132 @@ class PreparedLaunch:
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
     """Check and pack once; the returned object launches on each call."""
     return PreparedLaunch(kernel, config, args)
+
+
+# ------------------------------------------------------------------ compiled programs
+
+
+@dataclass(frozen=True)
+class TensorMapInfo:
+    """How to encode the tensor map of one descriptor argument."""
+
+    arg: int
+    box: tuple[int, ...]  # numpy order (outermost first): the descriptor's block shape
+    swizzle: int  # bytes: 0 or 128
+
+
+class ParamSource(Protocol):
+    """Which host value one `.param` carries (`tawa_xdsl.backend.emit_ptx.KernelParam`):
+    `field` is "value" (a scalar argument) or, of descriptor argument `arg`, "tensormap",
+    "ptr", "dim{d}" (extent, outermost first) or "stride{d}" (elements)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arg(self) -> int: ...
+    @property
+    def field(self) -> str: ...
+
+
+class CompiledProgram(Protocol):
+    """What a launch needs of a compiled kernel (`tawa_xdsl.compiler.CompiledKernel`)."""
+
+    @property
+    def ptx(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def params(self) -> Sequence[ParamSource]: ...
+    @property
+    def tensor_maps(self) -> Mapping[int, TensorMapInfo]: ...
+    @property
+    def smem_bytes(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+
+    def grid(self, grid: Sequence[int] | int, sms: int) -> tuple[Dim3, list[int]]:
+        """The launch grid for the logical `grid`, and the extra trailing arguments."""
+        ...
+
+
+def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]:
+    """One runtime value per `.param`, from the kernel's arguments in signature order."""
+    values: list[Any] = []
+    for p in program.params:
+        arg = args[p.arg]
+        if p.field == "value":
+            values.append(arg)
+            continue
+        view = describe(arg, p.name)
+        if p.field == "tensormap":
+            info = program.tensor_maps[p.arg]
+            values.append(tensor_map(arg, info.box, swizzle=info.swizzle or None, name=p.name))
+        elif p.field == "ptr":
+            values.append(view.pointer)
+        elif p.field.startswith("dim"):
+            values.append(int(view.shape[int(p.field[3:])]))
+        else:
+            values.append(int(view.strides[int(p.field[6:])]))
+    return values
+
+
+def prepare_compiled(
+    program: CompiledProgram, grid: Sequence[int] | int, *args: Any, stream: Any = 0
+) -> PreparedLaunch:
+    """A launcher with tensor maps and the parameter buffers built once (for timing);
+    descriptor arguments must be device tensors here."""
+    device = require_gpu()
+    launch_grid, extra = program.grid(grid, device_sms(device))
+    kernel = load_kernel(program.ptx, program.name)
+    config = LaunchConfig.make(launch_grid, program.threads, program.smem_bytes, 1, stream)
+    return prepare_launch(kernel, config, *kernel_arguments(program, [*args, *extra]))
+
+
+def launch_compiled(
+    program: CompiledProgram, grid: Sequence[int] | int, *args: Any, stream: Any = 0
+) -> None:
+    """Launch on the current GPU. Descriptor arguments are device tensors, or
+    `TensorDescriptor`s over numpy arrays (copied to the GPU and back)."""
+    device = require_gpu()
+    launch_grid, extra = program.grid(grid, device_sms(device))
+    if 0 in launch_grid:
+        return  # no program instances: nothing to run (a zero grid is a driver error)
+    staged, host = [], []
+    for a in args:
+        base = getattr(a, "base", None)
+        if base is not None and hasattr(a, "block_shape") and hasattr(base, "ctypes"):
+            dev = to_device(base if base.size else empty_tensor_stand_in(base))
+            staged.append(dev)
+            if base.size:
+                host.append((base, dev))
+        else:
+            staged.append(a)
+    kernel = load_kernel(program.ptx, program.name)
+    launch(
+        kernel,
+        launch_grid,
+        program.threads,
+        *kernel_arguments(program, [*staged, *extra]),
+        shared_bytes=program.smem_bytes,
+        stream=stream,
+    )
+    for base, dev in host:
+        to_host(dev, out=base)
+
+
+def empty_tensor_stand_in(array: np.ndarray) -> np.ndarray:
+    """What to describe in place of an array with no elements, which a TMA map cannot: zeros of
+    one element per dim but the last (16 bytes long, the TMA stride unit). Every element of the
+    empty array is out of bounds, so its loads read zeros; the stand-in's in-bounds elements are
+    zeros too, and what stores write into it is thrown away."""
+    shape = (1,) * (array.ndim - 1) + (max(1, 16 // array.itemsize),)
+    return np.zeros(shape, array.dtype)
+
+
+def device_sms(device: Any) -> int:
+    """The SM count of `device` (132 when it cannot be asked)."""
+    for name in ("multiprocessors", "sm_count", "num_sms"):
+        value = getattr(device, name, None)
+        if value is not None:
+            return int(value() if callable(value) else value)
+    return 132

@@ -1,7 +1,7 @@
-"""`tawa demo`: the main job -- every bundled example through every stage of the compiler.
+"""`tawa demo`: the main job -- the library kernels through every stage of the compiler.
 
-For each example kernel it runs, on random inputs, one check per stage and prints one line
-per check:
+For each kernel of `tawa_xdsl.kernels` (the GEMM; attention, causal and not) it runs, on
+random inputs, one check per stage and prints one line per check:
 
 * tile interpreter against a plain numpy reference (dtype-aware tolerance);
 * warp-specialized (aref level) and lowered (mbarrier level) programs in their concurrent
@@ -10,7 +10,7 @@ per check:
 * PTX generation, assembled with `ptxas -arch=sm_90a` when ptxas is present;
 * a launch on the GPU against the numpy reference, when an sm_90 GPU is present.
 
-A stage the compiler cannot do yet for an example prints `n/a` with the reason; a stage that
+A stage the compiler cannot do yet for a kernel prints `n/a` with the reason; a stage that
 cannot run on this machine (no ptxas, no GPU) prints `skipped` with the reason. The exit status
 is 1 when any check fails.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,12 +27,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from tawa_xdsl.diagnostics import parse_file
-from tawa_xdsl.dialects import make_context
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.interp.tile import run_kernel
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from tawa_xdsl.kernels.attention import tile_module as attention_tile_ir
+from tawa_xdsl.kernels.gemm import gemm_tile_ir
 
 
 @dataclass
@@ -56,10 +53,10 @@ class Launch:
 
 @dataclass
 class Case:
-    """One example: its file, a launch on random inputs, the numpy reference, its options."""
+    """One kernel: its tile IR, a launch on random inputs, the numpy reference, its options."""
 
     name: str
-    path: Path
+    tile_ir: Callable[[], ModuleOp]
     launch: Callable[[np.random.Generator], Launch]
     options: dict[str, Any]
 
@@ -91,16 +88,16 @@ def attention_case(causal: bool) -> Callable[[np.random.Generator], Launch]:
 
 
 CASES = [
-    Case("gemm", EXAMPLES / "gemm.mlir", gemm_case, {"stages": 4, "mma_depth": 2, "consumers": 2}),
+    Case("gemm", gemm_tile_ir, gemm_case, {"stages": 4, "mma_depth": 2, "consumers": 2}),
     Case(
         "attention",
-        EXAMPLES / "attention.mlir",
+        lambda: attention_tile_ir(64, "f16", causal=False, block_n=64),
         attention_case(causal=False),
         {"stages": 2, "mma_depth": 1, "consumers": 2},
     ),
     Case(
         "attention causal",
-        EXAMPLES / "attention_causal.mlir",
+        lambda: attention_tile_ir(64, "f16", causal=True, block_n=64),
         attention_case(causal=True),
         {"stages": 2, "mma_depth": 1, "consumers": 2},
     ),
@@ -108,7 +105,7 @@ CASES = [
 
 
 class NotSupported(Exception):
-    """The compiler cannot do this stage for this example yet."""
+    """The compiler cannot do this stage for this kernel yet."""
 
 
 class Skipped(Exception):
@@ -187,8 +184,8 @@ def stage_proof(module: ModuleOp, case: Case, launch: Launch, state: dict) -> st
 
 
 def stage_ptx(module: ModuleOp, case: Case, launch: Launch, state: dict) -> str:
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
     from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+    from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 
     try:
         kernel = compile_to_ptx(module, CompileOptions(**case.options))
@@ -237,12 +234,11 @@ STAGES: list[tuple[str, Callable[..., str]]] = [
 
 
 def run_demo(seed: int = 0) -> int:
-    """Run every stage of every example; returns the process exit status."""
-    ctx = make_context()
+    """Run every stage of every kernel; returns the process exit status."""
     failures = 0
     print(f"{'example':<17} {'stage':<17} {'time':>7}  result")
     for case in CASES:
-        module = parse_file(ctx, case.path)
+        module = case.tile_ir()
         launch = case.launch(np.random.default_rng(seed))
         state: dict[str, Any] = {"seed": seed}
         for stage_name, stage in STAGES:

@@ -1,13 +1,15 @@
 """`tawa fuzz` and `tawa repro`: property-based fuzzing of whole programs, and its replays.
 
     tawa fuzz --minutes 5 [--seed S] [--out DIR] [--gpu] [--examples N]
-    tawa repro fuzz-out/repro-aref-0123456789.json [--level tile,aref]
+    tawa repro fuzz-out/repro-aref-0123456789.json [--level aref]
 
 `fuzz` runs `tawa_xdsl.fuzz.runner.fuzz` for the budget and prints its summary (programs
 tried, options covered, failures with their reproducer paths); exit status 1 when something
 failed. `--gpu` needs an sm_90 GPU and says so in one line when there is none. `repro`
 replays a reproducer file and reports whether the failure is still there (exit 1) or the case
-passes now (exit 0).
+passes now (exit 0); `--level` names levels to run instead of the recorded ones (each with
+the levels it needs: `aref` runs tile, compile and aref); a GPU case on a machine without a
+GPU is refused in one line (exit 2), never replayed as a failure.
 """
 
 from __future__ import annotations
@@ -57,13 +59,28 @@ def print_progress(summary: Summary) -> None:
 
 
 def run_repro(args: argparse.Namespace) -> int:
-    from tawa_xdsl.fuzz.repro import replay
+    from tawa_xdsl.fuzz.repro import LevelError, levels_to_run, load_reproducer, replay_case
 
-    levels = tuple(args.level.split(",")) if args.level else None
     try:
-        result = replay(args.file, levels)
-    except (OSError, ValueError, KeyError) as error:
+        levels = levels_to_run(args.level) if args.level is not None else None
+    except LevelError as error:
+        raise FuzzUsageError(f"error: {error}") from None
+    try:
+        case, data = load_reproducer(args.file)
+    except (OSError, ValueError, KeyError, TypeError) as error:
         raise FuzzUsageError(f"{args.file}: error: cannot read the reproducer: {error}") from None
+    if "gpu" in (levels or case.levels):
+        from tawa_xdsl.runtime import gpu_available
+
+        if not gpu_available():
+            print(
+                f"tawa repro: {args.file}: error: the case runs on the GPU (level gpu) and no "
+                "sm_90 (H100/H200) GPU is usable here; replay its CPU levels with "
+                "--level tile,compile,verify,aref,mbarrier",
+                file=sys.stderr,
+            )
+            return 2
+    result = replay_case(case, data, levels)
     case = result.case
     print(f"{args.file}: {case.program.describe()}")
     print(
@@ -75,7 +92,8 @@ def run_repro(args: argparse.Namespace) -> int:
         f"{', '.join(case.levels)}; recorded failure at: {result.recorded_level}"
     )
     if result.failure is None:
-        print(f"  passes now (ran: {', '.join(result.outcome.ran)})")
+        skipped = "".join(f"; skipped {k}: {why}" for k, why in result.outcome.skipped.items())
+        print(f"  passes now (ran: {', '.join(result.outcome.ran)}{skipped})")
         return 0
     print(f"  REPRODUCED at {result.failure.level}: {result.failure.message}")
     return 1
@@ -99,6 +117,8 @@ def add_repro(subparsers: Any) -> None:
     parser = subparsers.add_parser("repro", help="replay a fuzzer reproducer file")
     parser.add_argument("file", help="the reproducer (.json) that tawa fuzz wrote")
     parser.add_argument(
-        "--level", help="comma-separated levels to run instead of the recorded ones"
+        "--level",
+        help="comma-separated levels to run instead of the recorded ones "
+        "(tile, compile, verify, aref, mbarrier, gpu; each adds the levels it needs)",
     )
     parser.set_defaults(handler=run_repro)

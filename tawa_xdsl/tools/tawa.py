@@ -1,6 +1,6 @@
 """`tawa`: the user-facing command line, one subcommand per task.
 
-    tawa compile examples/gemm.py --kernel matmul_kernel \\
+    tawa compile examples/gemm.py --kernel gemm \\
         --constexpr BLOCK_M=128 --constexpr BLOCK_N=128 --constexpr BLOCK_K=64 \\
         --constexpr GROUP_M=8 \\
         --signature 'desc<128x64xf16>,desc<128x64xf16>,desc<128x128xf16>,i32,i32,i32' \\

@@ -1,6 +1,6 @@
 """`tawa-opt`: xdsl-opt with the tawa dialects, passes and targets.
 
-    tawa-opt kernel.mlir -p 'partition,insert-aref{depth=3}' [-t ptx]
+    tawa-opt kernel.mlir -p 'partition,insert-aref,ring-depth{stages=3}' [-t ptx]
 
 Errors print as one `file:line:col: error: ...` line and exit 1; `--debug` shows the traceback.
 """
@@ -8,14 +8,25 @@ Errors print as one `file:line:col: error: ...` line and exit 1; `--debug` shows
 from __future__ import annotations
 
 import argparse
+import io
 import sys
+from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tawa_xdsl.diagnostics import LocatingParser, TawaError, parse_error_message, verify_module
+from tawa_xdsl.diagnostics import (
+    LocatingParser,
+    TawaError,
+    decode_source,
+    first_line,
+    parse_error_message,
+    parse_pass_pipeline,
+    verify_module,
+)
 from tawa_xdsl.transforms import get_all_passes
 
 # Dialects a tawa program may use, beside our own three (xDSL's other dialects stay out).
@@ -50,8 +61,30 @@ def get_targets() -> dict[str, object]:
     return {"ptx": get_ptx}
 
 
+class PendingOutput(io.StringIO):
+    """The `-o` file's text, kept until the run succeeds (a refused input writes nothing)."""
+
+    text = ""
+
+    def close(self) -> None:
+        self.text = self.getvalue()
+        super().close()
+
+
 class TawaOptMain(xDSLOptMain):
     version_format = "tawa-opt (xdsl {xdsl_version})"
+    pending: PendingOutput | None = None
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return super().prepare_output()
+        self.pending = PendingOutput()
+        return self.pending
+
+    def run(self) -> None:
+        super().run()
+        if self.pending is not None:
+            Path(self.args.output_file).write_text(self.pending.text)
 
     def register_all_dialects(self) -> None:
         from xdsl.universe import Universe
@@ -82,9 +115,25 @@ class TawaOptMain(xDSLOptMain):
     ) -> ModuleOp | None:
         if (self.args.frontend or file_extension) != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
-        text = chunk.read().decode()
+        text = decode_source(chunk.read(), self.get_input_name())
         parser = LocatingParser(self.ctx, text, self.get_input_name(), line_offset=start_offset)
         return parser.parse_module(not self.args.no_implicit_module)
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, after our own parse of `-p` (one line naming a bad pass or option),
+        verifying between passes op by op so that a broken op is named by its place."""
+        parse_pass_pipeline(self.available_passes, self.args.passes)
+        super().setup_pipeline()
+        callback = self.pipeline.callback
+        verify = not self.args.disable_verify
+
+        def checked(previous: ModulePass | None, module: ModuleOp, after: ModulePass | None):
+            if verify:
+                verify_module(module)
+            if callback is not None:
+                callback(previous, module, after)
+
+        self.pipeline = PassPipeline(self.pipeline.passes, checked)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         if not self.args.disable_verify:
@@ -109,8 +158,9 @@ def _one_line(error: Exception) -> str:
         return parse_error_message(error)
     if isinstance(error, TawaError):
         return str(error)
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: error: {error.strerror}"
+    return first_line(error)
 
 
 if __name__ == "__main__":

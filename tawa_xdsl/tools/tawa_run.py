@@ -1,7 +1,14 @@
 """`tawa-run`: run a tile kernel in the numpy interpreter from the command line.
 
-    tawa-run examples/gemm.mlir --grid 6 --args a=randn:300x100:f16 b=randn:200x100:f16 \\
-        c=zeros:300x200:f16 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
+    tawa-run examples/gemm.mlir --grid 6 --args a_desc=randn:300x100:f16 b_desc=randn:200x100 \\
+        c_desc=zeros:300x200 m=300 n=200 k=100 [--kernel gemm] [--seed 0] [--save out.npz]
+
+`--level nvgpu` runs the kernel as the GPU would, thread by thread, in the nvgpu-level
+interpreter (`tawa_xdsl.interp.nvgpu`): a tile kernel is first compiled to that level
+(`--stages`, `--mma-depth`, `--consumers`, `--epilogue` as for `tawa-warp-specialize` and
+`lower-to-nvgpu`); a module already at the nvgpu level (the output of `tawa-opt -p
+'tawa-warp-specialize{...},lower-aref,lower-to-nvgpu'`) runs as it is. `--schedule` picks
+the interleaving of warpgroups and copies (a policy name or a seed).
 
 Arguments are positional, one spec per kernel parameter, in the kernel's order:
 
@@ -12,7 +19,9 @@ Arguments are positional, one spec per kernel parameter, in the kernel's order:
     [NAME=]npy:PATH             an array loaded from a .npy file
     [NAME=]VALUE                a scalar: 300, 0.125, -inf
 
-NAME labels the argument in the output and in the .npz file (default: arg0, arg1, ...).
+NAME, when given, must be the parameter's name in the IR (`a_desc` for `%a_desc`); it labels
+the argument in the output and in the .npz file (default: arg0, arg1, ...). The grid's sizes
+are at least 1.
 For each array the kernel stored to, one line gives its shape, dtype, a summary (sum, mean,
 min, max, NaN count) and a checksum of its bytes. Errors print one line and exit 1;
 `--debug` shows the traceback.
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -37,14 +47,19 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    ModuleOp,
     i32,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
 from tawa_xdsl.diagnostics import TawaError, op_location, parse_file
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
+from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.tile import KernelArgumentError, find_kernel, run_kernel
 
 T = TypeVar("T")
@@ -102,7 +117,10 @@ def _scalar_literal(text: str) -> str:
 def parse_grid(text: str) -> tuple[int, ...]:
     if not re.fullmatch(r"[0-9]+(,[0-9]+){0,2}", text):
         raise SpecError(f"--grid: bad grid {text!r} (expected 1 to 3 sizes such as 4,1,1)")
-    return tuple(int(g) for g in text.split(","))
+    grid = tuple(int(g) for g in text.split(","))
+    if 0 in grid:  # no program would run: nothing stored, nothing to report
+        raise SpecError(f"--grid: every size must be at least 1, got {text!r}")
+    return grid
 
 
 # ------------------------------------------------------------------------ making values
@@ -155,25 +173,38 @@ def _scalar(text: str) -> int | float:
         return float(text)
 
 
+# Elements generated at a time: values are drawn in float64 and rounded through float32 (so a
+# seed gives the same array in every dtype), a chunk at a time, so that only the result is
+# allocated at full size.
+CHUNK = 1 << 20
+
+
 def _array(kind: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator):
+    size = math.prod(shape)
     try:
-        return _filled(kind, shape, rng).astype(np.float32).astype(dtype)
-    except MemoryError as error:
-        raise SpecError(f"cannot allocate a {'x'.join(map(str, shape))} array: {error}") from None
+        out = np.empty(size, dtype)
+    except (MemoryError, ValueError):
+        gib = size * dtype.itemsize / 2**30
+        raise SpecError(
+            f"cannot allocate a {'x'.join(map(str, shape))} {dtype.name} array ({gib:.1f} GiB)"
+        ) from None
+    for start in range(0, size, CHUNK):
+        count = min(CHUNK, size - start)
+        out[start : start + count] = _filled(kind, start, count, rng).astype(np.float32)
+    return out.reshape(shape)
 
 
-def _filled(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def _filled(kind: str, start: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Elements start .. start + count of a row-major array of `kind` (rng draws in order)."""
     if kind == "zeros":
-        values = np.zeros(shape)
-    elif kind == "ones":
-        values = np.ones(shape)
-    elif kind == "randn":
-        values = rng.standard_normal(shape)
-    elif kind == "rand":
-        values = rng.random(shape)
-    else:
-        values = np.arange(int(np.prod(shape))).reshape(shape)
-    return values
+        return np.zeros(count)
+    if kind == "ones":
+        return np.ones(count)
+    if kind == "randn":
+        return rng.standard_normal(count)
+    if kind == "rand":
+        return rng.random(count)
+    return np.arange(start, start + count, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------- reporting
@@ -220,7 +251,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=_seed, default=0, help="seed of randn/rand (default 0)")
     parser.add_argument("--save", metavar="OUT.npz", help="write the stored arrays here")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--level",
+        choices=("tile", "nvgpu"),
+        default="tile",
+        help="the interpreter: tile (default) or nvgpu (per thread, after lower-to-nvgpu)",
+    )
+    defaults = CompileOptions()
+    parser.add_argument("--stages", type=int, default=defaults.stages, help="ring depth D")
+    parser.add_argument("--mma-depth", type=int, default=defaults.mma_depth, help="MMA depth P")
+    parser.add_argument("--consumers", type=int, default=defaults.consumers)
+    parser.add_argument("--epilogue", choices=("global", "tma"), default=defaults.epilogue)
+    parser.add_argument(
+        "--schedule", default="random", help="nvgpu level: a schedule policy or a seed"
+    )
     return parser
+
+
+def nvgpu_level(module: ModuleOp, args: argparse.Namespace) -> ModuleOp:
+    """The module at the nvgpu level: as it is, or compiled there with the options given."""
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if any(THREADS_ATTR in k.attributes for k in kernels):
+        return module
+    options = CompileOptions(
+        stages=args.stages,
+        mma_depth=args.mma_depth,
+        consumers=args.consumers,
+        epilogue=args.epilogue,
+        verify=False,
+    )
+    try:
+        return lower_to_nvgpu_level(module, options)
+    except (PassFailedException, VerifyException, ValueError) as error:
+        raise TawaError(
+            f"{args.input}: error: cannot compile to the nvgpu level: {error}"
+        ) from error
+
+
+def _schedule(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
 
 
 def _seed(text: str) -> int:
@@ -242,13 +311,27 @@ def run(args: argparse.Namespace) -> list[str]:
     if len(specs) != len(params):
         message = f"@{kernel.sym_name.data} takes {len(params)} arguments, got {len(specs)}"
         raise _located(kernel, message)
+    for i, (text, param) in enumerate(zip(args.args, params, strict=True)):
+        named = text.rpartition("=")[0] if "=" in text else None
+        if named is not None and param.name_hint is not None and named != param.name_hint:
+            message = (
+                f"--args: argument {i} is named '{named}', but parameter {i} of "
+                f"@{kernel.sym_name.data} is '{param.name_hint}'"
+            )
+            raise _located(kernel, message)
     rng = np.random.default_rng(args.seed)
     values = [
         _in_context(i, args.args[i], make_value, spec, param.type, rng)
         for i, (spec, param) in enumerate(zip(specs, params, strict=True))
     ]
     try:
-        written = run_kernel(module, grid, values, kernel=kernel.sym_name.data)
+        if args.level == "nvgpu":
+            lowered = nvgpu_level(module, args)
+            name = kernel.sym_name.data
+            schedule = _schedule(args.schedule)
+            written = run_nvgpu_kernel(lowered, grid, values, kernel=name, schedule=schedule)
+        else:
+            written = run_kernel(module, grid, values, kernel=kernel.sym_name.data)
     except KernelArgumentError as error:
         raise _located(kernel, str(error)) from error
     names = {id(v): s.name for s, v in zip(specs, values, strict=True)}

@@ -12,9 +12,11 @@ warp-group region, group barriers with the wrong thread count; `verify/lints.py`
 
 Exit 0 with one `proved: ...` line per ring (with the time taken) and, for several rings, one
 for the rings together (no cross-ring deadlock, `verify/compose.py`); exit 1 with a step-by-step
-trace when a ring's protocol can go wrong (or a lint error); exit 2 when the IR is not in a
-shape the verifier models; exit 3 on an internal error of the certificate (the explicit search
-found no counterexample, yet the certificate did not hold).
+trace when a ring's protocol can go wrong (or a lint error); exit 2 when the input cannot be
+read, `-p` names a bad pass or option, the rings need more shared memory than an sm_90 block
+has (refused before any proof), or the IR is not in a shape the verifier models; exit 3 on an
+internal error of the certificate (the explicit search found no counterexample, yet the
+certificate did not hold).
 """
 
 from __future__ import annotations
@@ -23,20 +25,40 @@ import argparse
 import json
 import sys
 
-from tawa_xdsl.diagnostics import TawaError, parse_module
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
+
+from tawa_xdsl.diagnostics import (
+    TawaError,
+    decode_source,
+    first_line,
+    parse_module,
+    parse_pass_pipeline,
+    read_source,
+    verify_module,
+)
 from tawa_xdsl.dialects import make_context
-from tawa_xdsl.verify.check import verify_module
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
+from tawa_xdsl.verify.check import verify_module as prove_module
 from tawa_xdsl.verify.extract import ExtractionError
 from tawa_xdsl.verify.lints import lint_module
 
 
-def _apply(module, pipeline: str) -> None:
-    from xdsl.passes import PassPipeline
-
+def _apply(module: ModuleOp, pipeline: str) -> None:
+    """Run the `-p` passes; a bad pipeline or a failing pass is a one-line error."""
     from tawa_xdsl.transforms import get_all_passes
 
-    passes = get_all_passes()
-    PassPipeline.parse_spec(passes, pipeline).apply(make_context(), module)
+    ctx = make_context()
+    for p in parse_pass_pipeline(get_all_passes(), pipeline):
+        try:
+            p.apply(ctx, module)
+        except TawaError:
+            raise
+        except (DiagnosticException, ValueError) as error:
+            message = first_line(error)
+            message = message if message.startswith(p.name) else f"{p.name}: {message}"
+            raise TawaError(f"-p: error: {message}") from error
+        verify_module(module)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,18 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     name = "<stdin>" if args.file == "-" else args.file
     try:
         if args.file == "-":
-            text = sys.stdin.read()
+            text = decode_source(sys.stdin.buffer.read(), name)
         else:
-            with open(args.file) as f:
-                text = f.read()
+            text = read_source(args.file)
         module = parse_module(make_context(), text, name)
         if args.passes:
             _apply(module, args.passes)
+        check_shared_memory(module)  # a ring too deep to run is refused before its proof
         lints = lint_module(module)
-        verdicts = verify_module(module, "explicit" if args.explicit else "certificate")
-    except OSError as error:
-        print(f"tawa-verify: {name}: error: cannot read: {error.strerror}", file=sys.stderr)
-        return 2
+        verdicts = prove_module(module, "explicit" if args.explicit else "certificate")
     except TawaError as error:  # already `file:line:col: error: ...`
         print(f"tawa-verify: {error}", file=sys.stderr)
         return 2

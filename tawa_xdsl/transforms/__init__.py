@@ -33,16 +33,46 @@ def get_distribute() -> type[ModulePass]:
     return DistributePass
 
 
-def get_pipeline() -> type[ModulePass]:
-    from tawa_xdsl.transforms.pipeline import PipelinePass
+def get_ring_depth() -> type[ModulePass]:
+    from tawa_xdsl.transforms.ring_depth import RingDepthPass
 
-    return PipelinePass
+    return RingDepthPass
+
+
+def get_cooperative_consumers() -> type[ModulePass]:
+    from tawa_xdsl.transforms.cooperative_consumers import CooperativeConsumersPass
+
+    return CooperativeConsumersPass
+
+
+def get_software_pipeline() -> type[ModulePass]:
+    from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
+
+    return SoftwarePipelinePass
+
+
+def get_mma_lag() -> type[ModulePass]:
+    from tawa_xdsl.transforms.mma_lag import MmaLagPass
+
+    return MmaLagPass
+
+
+def get_place_releases() -> type[ModulePass]:
+    from tawa_xdsl.transforms.place_releases import PlaceReleasesPass
+
+    return PlaceReleasesPass
 
 
 def get_warp_specialize() -> type[ModulePass]:
     from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 
     return WarpSpecializePass
+
+
+def get_set_registers() -> type[ModulePass]:
+    from tawa_xdsl.transforms.set_registers import SetRegistersPass
+
+    return SetRegistersPass
 
 
 def get_lower_aref() -> type[ModulePass]:
@@ -57,6 +87,12 @@ def get_lower_to_nvgpu() -> type[ModulePass]:
     return LowerToNvgpuPass
 
 
+def get_legalize_nvgpu() -> type[ModulePass]:
+    from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
+
+    return LegalizeNvgpuPass
+
+
 def get_verify_pipeline() -> type[ModulePass]:
     from tawa_xdsl.verify.verify_pipeline import VerifyPipelinePass
 
@@ -69,9 +105,15 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "partition": get_partition,
         "insert-aref": get_insert_aref,
         "distribute": get_distribute,
-        "pipeline": get_pipeline,
+        "ring-depth": get_ring_depth,
+        "cooperative-consumers": get_cooperative_consumers,
+        "software-pipeline": get_software_pipeline,
+        "mma-lag": get_mma_lag,
+        "place-releases": get_place_releases,
         "tawa-warp-specialize": get_warp_specialize,
+        "set-registers": get_set_registers,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
+        "legalize-nvgpu": get_legalize_nvgpu,
         "verify-pipeline": get_verify_pipeline,
     }

@@ -11,10 +11,9 @@ ring is an i32 that starts at 0 in the kernel and is carried through every enclo
 extra iter_arg (role `both`), so each side counts 0, 1, 2, ... in program order, across
 sequential loops, nested loops and persistent tile loops, and zero-trip loops need no care.
 
-Options:
-  depth: int = 2   slots of each ring used inside a loop (rings used once per program get 1).
+Every ring is created with one slot: `ring-depth` decides the depth (the one place it is set).
 
-Refused: a kernel that was not partitioned, depth < 1.
+No options. Refused: a kernel that was not partitioned.
 """
 
 from __future__ import annotations
@@ -153,15 +152,6 @@ def _views(get: aref.GetOp) -> list[SSAValue]:
     return views
 
 
-def _in_loop(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, scf.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def _ring_name(site: _Site) -> str:
     hints = [load.result.name_hint for load in site.loads]
     return "_".join(h for h in hints if h) + "_ring" if all(hints) else "ring"
@@ -240,9 +230,7 @@ def _thread_counters(
     return counters
 
 
-def insert_arefs(kernel: func.FuncOp, depth: int) -> None:
-    if depth < 1:
-        raise error(kernel, PASS, f"depth must be at least 1, got {depth}")
+def insert_arefs(kernel: func.FuncOp) -> None:
     for op in kernel.body.walk():
         require_role(op, PASS)
     loads = [op for op in kernel.body.walk() if isinstance(op, tile.LoadOp) and op.result.uses]
@@ -257,8 +245,7 @@ def insert_arefs(kernel: func.FuncOp, depth: int) -> None:
     zero.result.name_hint, one.result.name_hint = "use0", "use1"
     Rewriter.insert_op([zero, one], InsertPoint.before(first))
     for ring in rings:
-        looped = any(_in_loop(load) for site in ring.sites for load in site.loads)
-        ring_type = aref.RingType(list(ring.payload), depth if looped else 1)  # type: ignore[arg-type]
+        ring_type = aref.RingType(list(ring.payload), 1)  # type: ignore[arg-type]
         ring.create = with_role(aref.CreateOp(ring_type), BOTH)
         ring.create.ring.name_hint = _ring_name(ring.sites[0])
         ring.create.location = ring.sites[0].loads[0].location
@@ -280,15 +267,9 @@ def insert_arefs(kernel: func.FuncOp, depth: int) -> None:
 
 @dataclass(frozen=True)
 class InsertArefPass(ModulePass):
-    """Producer -> consumer edges become aref rings.
-
-    Options:
-      depth: int = 2   ring depth D for rings used inside loops.
-    """
+    """Producer -> consumer edges become one-slot aref rings (no options)."""
 
     name = "insert-aref"
 
-    depth: int = 2
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        insert_arefs(find_kernel(op, PASS), self.depth)
+        insert_arefs(find_kernel(op, PASS))

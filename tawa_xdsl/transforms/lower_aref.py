@@ -21,7 +21,14 @@ every warpgroup of every `aref.group` whose region gets from the ring):
 `%v... = aref.get %ring[%i]` (consumer): `nvgpu.mbarrier_wait %full[slot(i)],
 consumer_parity(i)` then `%v_j = nvgpu.smem_load %buf_j[slot(i)]`.
 
-`aref.consumed %ring[%i]`: `nvgpu.mbarrier_arrive %empty[slot(i)]`.
+`aref.consumed %ring[%i]`: `nvgpu.mbarrier_arrive %empty[slot(i)]`; with `lag(L)` the arrive
+carries `tawa.lag = L` (lower-to-nvgpu leaves L wgmma groups in flight before it, the verifier
+checks its slot is the loop's use - L).
+
+`aref.drain %ring[%start, %end] lag(L)`: the loop it stands for, marked `tawa.drain = L`:
+
+    %from = arith.maxsi (arith.subi %end, L), %start
+    scf.for %j = %from to %end step 1 { nvgpu.mbarrier_arrive %empty[slot(j)] } {tawa.drain = L}
 
 slot/parity/counts/bytes come from `tawa_xdsl.protocol`. Ops at this level are executed once
 per warpgroup (the later lowering to threads elects one thread for arrives and copies). The
@@ -34,15 +41,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import builtin
+from xdsl.dialects import arith, builtin, scf
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl import protocol
-from tawa_xdsl.backend.layout import WARPGROUP_THREADS
 from tawa_xdsl.dialects import aref, nvgpu, tile
+from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS
 from tawa_xdsl.transforms.ws_utils import error
 
 PASS = "lower-aref"
@@ -215,8 +222,29 @@ class _Lowering:
     def lower_consumed(self, consumed: aref.ConsumedOp) -> None:
         ring = self.rings[consumed.ring]
         slot_ops, slot = protocol.emit_slot(consumed.index, ring.depth)
-        _insert([*slot_ops, nvgpu.MBarrierArriveOp(ring.empty, slot)], consumed)
+        arrive = nvgpu.MBarrierArriveOp(ring.empty, slot)
+        if consumed.lag_value:
+            arrive.attributes[aref.LAG_ATTR] = IntegerAttr(consumed.lag_value, i32)
+        _insert([*slot_ops, arrive], consumed)
         Rewriter.erase_op(consumed)
+
+    def lower_drain(self, drain: aref.DrainOp) -> None:
+        ring = self.rings[drain.ring]
+        lag = arith.ConstantOp(IntegerAttr(drain.lag_value, i32))
+        one = arith.ConstantOp(IntegerAttr(1, i32))
+        back = arith.SubiOp(drain.end, lag.result)
+        low = arith.MaxSIOp(back.result, drain.start)
+        lag.result.name_hint, low.result.name_hint = "lag", "drain_from"
+        body = Block(arg_types=[i32])
+        body.args[0].name_hint = "j"
+        slot_ops, slot = protocol.emit_slot(body.args[0], ring.depth)
+        body.add_ops([*slot_ops, nvgpu.MBarrierArriveOp(ring.empty, slot), scf.YieldOp()])
+        loop = scf.ForOp(low.result, drain.end, one.result, [], Region(body))
+        loop.attributes[aref.DRAIN_ATTR] = IntegerAttr(drain.lag_value, i32)
+        for op in body.ops:
+            op.location = drain.location
+        _insert([lag, one, back, low, loop], drain)
+        Rewriter.erase_op(drain)
 
 
 def lower_arefs(module: ModuleOp) -> None:
@@ -232,6 +260,8 @@ def lower_arefs(module: ModuleOp) -> None:
             lowering.lower_get(op)
         elif isinstance(op, aref.ConsumedOp):
             lowering.lower_consumed(op)
+        elif isinstance(op, aref.DrainOp):
+            lowering.lower_drain(op)
     for create in creates:
         if create.ring.uses:
             user = next(iter(create.ring.uses)).operation
@@ -246,4 +276,7 @@ class LowerArefPass(ModulePass):
     name = "lower-aref"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(o.dialect_name() == "aref" for o in op.walk()):  # tile IR: nothing to do
+            kernel = next((k for k in op.ops if k.name == "func.func"), op)
+            raise error(kernel, PASS, "no aref ops to lower: run tawa-warp-specialize first")
         lower_arefs(op)

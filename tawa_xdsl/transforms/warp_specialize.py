@@ -6,10 +6,12 @@ Python API (stable; the aref-interpreter tests call it):
     ws_module = warp_specialize(module, stages=3, mma_depth=2, consumers=2, persistent=False)
 
 `warp_specialize` clones `module` (the input is left untouched), runs, in order,
-`persistent` (only when persistent=True), `partition`, `insert-aref{depth=stages}`,
-`distribute` and `pipeline{mma-depth=.. consumers=.. attention=..}`, verifies the result and
-returns it. The same as a pass: `tawa-opt k.mlir -p 'tawa-warp-specialize{stages=3
-mma-depth=2 consumers=2 persistent=true}'`, or `WarpSpecializePass(...).apply(ctx, module)`.
+`persistent` (only when persistent=True), `partition`, `insert-aref`,
+`ring-depth{stages=..}`, `distribute`, `cooperative-consumers{consumers=..}`,
+`software-pipeline` (only when attention=True), `mma-lag{mma-depth=..}` and `place-releases`,
+verifies the IR after each and returns the result. The same as a pass: `tawa-opt k.mlir -p
+'tawa-warp-specialize{stages=3 mma-depth=2 consumers=2 persistent=true}'`, or
+`WarpSpecializePass(...).apply(ctx, module)`.
 
 Launching the result: the kernel keeps its signature and grid, except with persistent=True,
 where three trailing i32 arguments are appended, the logical grid (g0, g1, g2) the
@@ -28,18 +30,24 @@ from xdsl.passes import ModulePass
 
 from tawa_xdsl.diagnostics import verify_module
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.transforms.cooperative_consumers import CooperativeConsumersPass
 from tawa_xdsl.transforms.distribute import DistributePass
 from tawa_xdsl.transforms.insert_aref import InsertArefPass
+from tawa_xdsl.transforms.mma_lag import MmaLagPass
 from tawa_xdsl.transforms.partition import PartitionPass
 from tawa_xdsl.transforms.persistent import PersistentPass, persistent_launch
-from tawa_xdsl.transforms.pipeline import PipelinePass
+from tawa_xdsl.transforms.place_releases import PlaceReleasesPass
+from tawa_xdsl.transforms.ring_depth import RingDepthPass
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
+from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
 
 __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
 
 
 @dataclass(frozen=True)
 class WarpSpecializePass(ModulePass):
-    """The tile -> aref pipeline: [persistent,] partition, insert-aref, distribute, pipeline.
+    """The tile -> aref pipeline: [persistent,] partition, insert-aref, ring-depth,
+    distribute, cooperative-consumers, [software-pipeline,] mma-lag, place-releases.
 
     Options:
       stages: int = 3        ring depth D (how far the producer may run ahead).
@@ -62,15 +70,17 @@ class WarpSpecializePass(ModulePass):
         passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
         passes += [
             PartitionPass(),
-            InsertArefPass(depth=self.stages),
+            InsertArefPass(),
+            RingDepthPass(stages=self.stages),
             DistributePass(),
-            PipelinePass(
-                mma_depth=self.mma_depth, consumers=self.consumers, attention=self.attention
-            ),
+            CooperativeConsumersPass(consumers=self.consumers),
         ]
+        passes += [SoftwarePipelinePass()] if self.attention else []
+        passes += [MmaLagPass(mma_depth=self.mma_depth), PlaceReleasesPass()]
         for p in passes:
             p.apply(ctx, op)
             verify_module(op)
+        check_shared_memory(op)  # the ring depth is known: refuse before any proof or lowering
 
 
 def warp_specialize(

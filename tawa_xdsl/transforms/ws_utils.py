@@ -16,7 +16,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError, op_location
-from tawa_xdsl.dialects import tile
+from tawa_xdsl.dialects import aref, tile
 from tawa_xdsl.dialects.aref import ROLE_ATTR
 
 PRODUCER = "producer"
@@ -112,3 +112,21 @@ def set_yield_operand(loop: scf.ForOp, index: int, value: SSAValue) -> None:
     operands = list(terminator.operands)
     operands[index] = value
     terminator.operands = operands
+
+
+def consumer_groups(kernel: func.FuncOp, pass_name: str) -> list[aref.GroupOp]:
+    """The consumer groups of the kernel's `aref.warp_specialize` (refused without one)."""
+    for op in kernel.body.block.ops:
+        if isinstance(op, aref.WarpSpecializeOp):
+            return [g for g in op.groups() if g.role.data == aref.Role.CONSUMER]
+    raise error(kernel, pass_name, "no aref.warp_specialize in the kernel; run distribute first")
+
+
+def in_loop(op: Operation) -> bool:
+    """Whether an `scf.for` encloses `op` (inside its group, or its function)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, aref.GroupOp | func.FuncOp):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False

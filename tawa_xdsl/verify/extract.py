@@ -8,11 +8,17 @@ innermost loop body, in program order, each with its slot and parity expression 
     producer:  wait empty[(k+o) mod m], parity   arrive(_expect_tx) full[...]   tma / store
     consumer:  wait full[...], parity            smem_load buf[...]             arrive empty[...]
 
-A release guarded by `scf.if (kt >= L)` whose index is `i - L` is a release lagged by L uses
-(MMA depth L + 1), drained after the loop. The attention lookahead of `pipeline` is read the same
-way: ring ops peeled in front of the loop under `scf.if (lb < ub)` and repeated in the body under
-`scf.if (iv + step < ub)` for use k + 1 are the loop's N uses. Any other guard around ring ops,
-and ring ops in an else-branch, are refused (`ExtractionError`). The trip count of every group's
+The schedule is read from the data the passes wrote, and the IR is checked against it:
+
+* an arrive carrying `tawa.lag = L` (a release `mma-lag` lagged by L uses, MMA depth L + 1)
+  must release slot `(k - L) mod D` under `scf.if (x >= L)`; the loop marked `tawa.drain = L`
+  after the main loop holds the drained releases (its L must be the body's);
+* an `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead of `software-pipeline`)
+  must be guarded by `iv + step < ub` and acts on use k + 1; the one marked `tawa.peeled`
+  in front of the loop must be guarded by `lb < ub`: together the loop's N uses.
+
+Any other guard around ring ops, ring ops in an else-branch, and IR that disagrees with its
+data are refused (`ExtractionError`, naming the op). The trip count of every group's
 loop nest is kept as an expression (the loops' bounds), compared structurally across groups: the
 same expression means the same N for every N; `expr + c` is a known difference c.
 """
@@ -192,16 +198,23 @@ def _is_slt(
     )
 
 
-def _lag_guard(block: Block) -> int:
-    """L when `block` is the then-block of `scf.if (kt >= L)`, else 0."""
-    parent = block.parent_op()
-    if isinstance(parent, scf.IfOp):
-        cond = parent.cond.owner
-        if isinstance(cond, arith.CmpiOp) and cond.predicate.value.data in (5, 9):  # sge, uge
-            value = protocol.constant_of(cond.rhs)
-            if value is not None:
-                return value
-    return 0
+def _lag_of(op: Operation) -> int:
+    """The lag lower-aref wrote on an arrive (`tawa.lag`), 0 when unlagged."""
+    attr = op.attributes.get(aref.LAG_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+def _check_lag_guard(op: scf.IfOp, lag: int) -> None:
+    """A lagged release runs once L uses are held: `scf.if (x >= L)`."""
+    cond = op.cond.owner
+    if not (
+        isinstance(cond, arith.CmpiOp)
+        and cond.predicate.value.data in (5, 9)  # sge, uge
+        and protocol.constant_of(cond.rhs) == lag
+    ):
+        raise ExtractionError(
+            f"{op_location(op)}: a release lagged by {lag} is not guarded by `x >= {lag}`"
+        )
 
 
 class _GroupWalker:
@@ -224,6 +237,8 @@ class _GroupWalker:
         self.base: SSAValue | None = None
         self.prologue: tuple[list[Step], scf.ForOp, list[scf.ForOp]] | None = None
         self.lookahead: scf.ForOp | None = None
+        self.drain_lags: list[tuple[scf.ForOp, int]] = []  # each drain loop and its lag
+        self.drained = 0  # releases seen in drain loops
 
     def bar_name(self, bars: SSAValue) -> str | None:
         return "full" if bars == self.full else "empty" if bars == self.empty else None
@@ -231,8 +246,13 @@ class _GroupWalker:
     def walk(self, block: Block, loops: list[scf.ForOp], in_drain: bool) -> None:
         ops = list(block.ops)
         for n, op in enumerate(ops):
-            if isinstance(op, scf.ForOp):
-                self.walk(op.body.block, [*loops, op], in_drain or bool(self.steps))
+            if isinstance(op, scf.ForOp) and aref.DRAIN_ATTR in op.attributes:
+                before = self.drained
+                self.walk(op.body.block, [*loops, op], True)
+                if self.drained > before:
+                    self.drain_lags.append((op, _drain_lag(op)))
+            elif isinstance(op, scf.ForOp):
+                self.walk(op.body.block, [*loops, op], in_drain)
             elif isinstance(op, scf.IfOp):
                 self.walk_if(op, ops[n + 1 :], loops, in_drain)
             else:
@@ -241,13 +261,19 @@ class _GroupWalker:
     def walk_if(
         self, op: scf.IfOp, after: list[Operation], loops: list[scf.ForOp], in_drain: bool
     ) -> None:
-        """Guards: a lag guard `kt >= L` (then-block only), the attention lookahead's peeled
-        prologue `if (lb < ub)` before the loop that repeats its ring ops, and the in-loop
-        lookahead `if (iv + step < ub)`: together `1 + (N - 1)` = N uses for N >= 1, none for
-        N = 0. Any other guard around ring ops is refused (its trip count is unknown)."""
+        """Guards, read from the schedule data: the lag guard of lagged releases (then-block
+        only), the peeled stage 0 (`tawa.peeled`, under `lb < ub` of the loop after it) and
+        the in-loop stage 0 (`tawa.stage = 0`, under `iv + step < ub`): together
+        `1 + (N - 1)` = N uses for N >= 1, none for N = 0. Any other guard around ring ops is
+        refused (its trip count is unknown), and so is a guard that disagrees with its data."""
         then_block = op.true_region.blocks[0]
         loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
-        if loop is not None and _is_slt(op.cond, loop.lb, loop.ub):
+        if aref.is_peeled(op):
+            if loop is None or not _is_slt(op.cond, loop.lb, loop.ub):
+                raise ExtractionError(
+                    f"{op_location(op)}: a peeled stage is not guarded by `lb < ub` of the "
+                    "loop after it"
+                )
             saved, self.steps = self.steps, []
             saved_loops = self.loops
             self.walk(then_block, loops, in_drain)
@@ -258,9 +284,16 @@ class _GroupWalker:
                 self.prologue = (peeled, loop, loops)
             self._no_ring_ops(op.false_region.blocks, op)
             return
-        if loops and _is_slt(
-            op.cond, None, loops[-1].ub, iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step)
-        ):
+        if aref.stage_of(op) == 0:
+            if not loops or not _is_slt(
+                op.cond,
+                None,
+                loops[-1].ub,
+                iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step),
+            ):
+                raise ExtractionError(
+                    f"{op_location(op)}: a stage-0 lookahead is not guarded by `iv + step < ub`"
+                )
             before = len(self.steps)
             self.ahead = True
             self.walk(then_block, loops, in_drain)
@@ -271,11 +304,14 @@ class _GroupWalker:
             return
         before, drained = len(self.steps), self.drain
         self.walk(then_block, loops, in_drain)
-        guarded = len(self.steps) > before or self.drain != drained
-        if guarded and not _lag_guard(then_block):
+        guarded = self.steps[before:]
+        lags = {st.lag for st in guarded}
+        if self.drain != drained or (guarded and (0 in lags or len(lags) != 1)):
             raise ExtractionError(
                 f"{op_location(op)}: ring ops under a guard the verifier does not model"
             )
+        if guarded:
+            _check_lag_guard(op, lags.pop())
         self._no_ring_ops(op.false_region.blocks, op)
 
     def _no_ring_ops(self, blocks, op: Operation) -> None:
@@ -324,11 +360,15 @@ class _GroupWalker:
         if step is None:
             return
         if in_drain:
-            if step.kind != "arrive" or step.barrier != "empty":
+            if step.kind != "arrive" or step.barrier != "empty" or step.lag:
                 raise ExtractionError(
-                    f"{op_location(op)}: only releases may follow the ring's main loop"
+                    f"{op_location(op)}: only unlagged releases may be drained after the "
+                    "ring's main loop"
                 )
+            if not self.steps:
+                raise ExtractionError(f"{op_location(op)}: a drain before the ring's main loop")
             self.drain = True
+            self.drained += 1
             self.drain_pos = max(self.drain_pos, step.pos)
             return
         if self.loops and loops != self.loops:
@@ -346,7 +386,7 @@ class _GroupWalker:
 
     def _step_of(self, op: Operation, block: Block) -> Step | None:
         loc, text = op_location(op), _text(op)
-        lag = _lag_guard(block)
+        lag = _lag_of(op)
         if isinstance(
             op, nvgpu.MBarrierWaitOp | nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp
         ):
@@ -354,6 +394,11 @@ class _GroupWalker:
             if bar is None:
                 return None
             off, mod, base = _slot_of(op, op.slot, self.base)
+            if lag and (not isinstance(op, nvgpu.MBarrierArriveOp) or off != -lag):
+                raise ExtractionError(
+                    f"{op_location(op)}: '{op.name}' with {aref.LAG_ATTR} = {lag} does not "
+                    f"release slot `(use - {lag}) mod D`"
+                )
             off += lag
             self.check_base(op, base, lag)
             if isinstance(op, nvgpu.MBarrierWaitOp):
@@ -403,6 +448,13 @@ class _GroupWalker:
             base, _ = protocol.split_offset(base)
         if self.base is None:
             self.base = base
+
+
+def _drain_lag(loop: scf.ForOp) -> int:
+    attr = loop.attributes[aref.DRAIN_ATTR]
+    if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
+        raise ExtractionError(f"{op_location(loop)}: {aref.DRAIN_ATTR} must be a lag >= 1")
+    return attr.value.data
 
 
 def _ring_buffers(module: ModuleOp, full: SSAValue) -> list[SSAValue]:
@@ -467,6 +519,13 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
             walker = _GroupWalker(full, empty, buffers, order)
             walker.walk(group.body.block, [], False)
             walker.finish()
+            lag = max((st.lag for st in walker.steps), default=0)
+            for loop, drained in walker.drain_lags:
+                if drained != lag:
+                    raise ExtractionError(
+                        f"{op_location(loop)}: drain of lag {drained} after a loop whose "
+                        f"releases lag by {lag}"
+                    )
             if walker.steps:
                 role = str(group.role.data)
                 actor = Actor(

@@ -26,9 +26,9 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from tawa_xdsl.backend.layout import WARPGROUP_THREADS
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ whose use counters continue across tiles. Launch with `gemm_args`.
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.rewriter import Rewriter
+
+from tawa_xdsl.dialects import aref
 
 BM, BN, BK = 16, 16, 16
 
@@ -47,17 +51,12 @@ def gemm_aref(
             %late = arith.cmpi sge, %kt, %lag : i32
             scf.if %late {{
               %r = arith.subi %i, %lag : i32
-              aref.consumed %ring[%r] : {ring_t}
+              aref.consumed %ring[%r] lag({lag}) : {ring_t}
               scf.yield
             }}"""
         drain = f"""
-        %lagd = arith.constant {lag} : i32
-        %first = arith.subi %k_tiles, %lagd : i32
-        %from = arith.maxsi %first, %c0 : i32
-        scf.for %d = %from to %k_tiles step %c1 : i32 {{
-          %rd = arith.addi %base, %d : i32
-          aref.consumed %ring[%rd] : {ring_t}
-        }}"""
+        %end = arith.addi %base, %k_tiles : i32
+        aref.drain %ring[%base, %end] lag({lag}) : {ring_t}"""
     return f"""
 func.func @gemm(%a_desc: !tile.desc<{BM}x{BK}xf16>, %b_desc: !tile.desc<{BN}x{BK}xf16>,
                 %c_desc: !tile.desc<{BM}x{BN}xf32>, %k_tiles: i32, %tiles_n: i32, %num_tiles: i32) {{
@@ -118,3 +117,14 @@ def gemm_args(m_tiles: int, n_tiles: int, k_tiles: int, seed: int = 0):
 
 def gemm_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a.astype(np.float32) @ b.astype(np.float32).T
+
+
+def shrink_rings(module: ModuleOp, depth: int) -> None:
+    """Give every ring of `module` `depth` slots, unverified: a lag the aref dialect refuses
+    (lag >= depth) planted for the levels below it (lower-aref, the interpreters, the proof)."""
+    for create in [op for op in module.walk() if isinstance(op, aref.CreateOp)]:
+        ring = create.ring.type
+        assert isinstance(ring, aref.RingType)
+        Rewriter.replace_value_with_new_type(
+            create.ring, aref.RingType(ring.payload_types(), depth)
+        )

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from tawa_xdsl.transforms.smem_budget import check_shared_memory
 from tawa_xdsl.verify.check import verify_module
 
 
@@ -23,6 +24,7 @@ class VerifyPipelinePass(ModulePass):
     name = "verify-pipeline"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_shared_memory(op)  # a ring too deep to run is refused before its proof
         for verdict in verify_module(op):
             if not verdict.proved:
                 raise PassFailedException("\n".join([verdict.summary(), *verdict.trace]))

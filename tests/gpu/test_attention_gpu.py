@@ -1,24 +1,21 @@
 """The generated warp-specialized attention forward on the GPU against a float32 reference.
 
-`examples/attention.py`'s `attn_fwd` (through `examples/attention_compile.py`: BLOCK_M = 128
-over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128) -> compile_to_ptx
--> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned output. Head dims 64
-and 128, causal and not, f16 and bf16, sequence lengths that are and are not multiples of
-the blocks (TMA zero-fill, masked keys, clipped stores).
+The library kernel `tawa_xdsl.kernels.attention.attn_fwd` (through `compile_attention`:
+BLOCK_M = 128 over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128) ->
+compile_to_ptx -> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned
+output. Head dims 64 and 128, causal and not, f16 and bf16, sequence lengths that are and are
+not multiples of the blocks (TMA zero-fill, masked keys, clipped stores).
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tawa_xdsl.kernels.attention import compile_attention, grid
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-from attention_compile import compile_attention, grid  # noqa: E402
+torch = pytest.importorskip("torch")
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 SEQS = [128, 200, 384, 1000]

@@ -1,10 +1,10 @@
 """The generated warp-specialized GEMM on the GPU against a float32 reference.
 
-examples/gemm.mlir (C = A @ B^T, f16; and its bf16 variant) -> compile_to_ptx for several
+The library GEMM `tawa_xdsl.kernels.gemm` (C = A @ B^T, f16 and bf16) -> compile_to_ptx for several
 (D, P, consumers, persistent) combinations -> runtime launch on fresh random data with a
 NaN-poisoned output. Shapes cover square and non-square problems, K not a multiple of
 BLOCK_K (TMA zero-fill) and M, N not multiples of the 128x128 tile (clipped stores).
-FP8: e4m3 A and B (gemm_configs, BLOCK_K = 128), bf16 C, against the float32 product of the
+FP8: e4m3 A and B (BLOCK_K = 128), bf16 C, against the float32 product of the
 dequantized inputs.
 
 Kernels are compiled with `verify=False`: the ring proofs of these options run on the CPU
@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from pathlib import Path
 
 import pytest
-from xdsl.parser import Parser
 
-from tawa_xdsl.backend.compile import CompiledKernel, CompileOptions, compile_to_ptx
-from tawa_xdsl.dialects import make_context
+import tawa_xdsl.language as tl
+from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.kernels.gemm import gemm_tile_ir
 
 torch = pytest.importorskip("torch")
 
-GEMM = (Path(__file__).parents[2] / "examples" / "gemm.mlir").read_text()
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+LANGUAGE_DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
 COMBOS = [
     CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=False),
     CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True),
@@ -39,7 +38,7 @@ COMBOS = [
     CompileOptions(stages=3, mma_depth=1, consumers=1, persistent=False, epilogue="tma"),
     CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=False, epilogue="tma"),
 ]
-# 128x256 tiles (tawa_xdsl.gemm_configs): two cooperating 64x256 consumers
+# 128x256 tiles (as bench/gemm.py tunes): two cooperating 64x256 consumers
 WIDE = [
     CompileOptions(stages=3, mma_depth=2, consumers=2, persistent=True, epilogue="tma"),
     CompileOptions(stages=3, mma_depth=1, consumers=2, persistent=False, epilogue="tma"),
@@ -49,20 +48,9 @@ SHAPES = [(256, 256, 256), (384, 640, 1024), (300, 200, 136), (129, 1000, 72), (
 
 
 @functools.cache
-def compiled(dtype: str, options: CompileOptions) -> CompiledKernel:
-    text = GEMM if dtype == "f16" else GEMM.replace("xf16>", "xbf16>")
+def compiled(dtype: str, options: CompileOptions, block_n: int = 128) -> CompiledKernel:
     options = dataclasses.replace(options, verify=False)
-    return compile_to_ptx(Parser(make_context(), text).parse_module(), options)
-
-
-@functools.cache
-def compiled_wide(dtype: str, options: CompileOptions) -> CompiledKernel:
-    import tawa_xdsl.language as tl
-    from tawa_xdsl.gemm_configs import gemm_tile_ir
-
-    ldtype = tl.float16 if dtype == "f16" else tl.bfloat16
-    options = dataclasses.replace(options, verify=False)
-    return compile_to_ptx(gemm_tile_ir(128, 256, 64, ldtype), options)
+    return compile_to_ptx(gemm_tile_ir(128, block_n, 64, LANGUAGE_DTYPES[dtype]), options)
 
 
 def run_gemm(
@@ -105,7 +93,7 @@ def test_gemm_matches_reference(shape, dtype, options):
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_wide_gemm_matches_reference(shape, dtype, options):
-    kernel = compiled_wide(dtype, options)
+    kernel = compiled(dtype, options, block_n=256)
     err, unwritten = run_gemm(kernel, *shape, DTYPES[dtype], block_n=256)
     assert unwritten == 0
     assert err < 1e-2, f"relative error {err:.2e}"
@@ -130,9 +118,6 @@ FP8_SHAPES = [
 
 @functools.cache
 def compiled_fp8(block_n: int, options: CompileOptions) -> CompiledKernel:
-    import tawa_xdsl.language as tl
-    from tawa_xdsl.gemm_configs import gemm_tile_ir
-
     options = dataclasses.replace(options, verify=False)
     return compile_to_ptx(gemm_tile_ir(128, block_n, 128, tl.float8e4nv), options)
 

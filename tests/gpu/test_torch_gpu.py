@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,11 @@ import pytest
 
 import tawa_xdsl
 import tawa_xdsl.runtime as rt
+from tawa_xdsl.kernels.attention import attn_fwd
+from tawa_xdsl.kernels.gemm import gemm
 
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
-GEMM = runpy.run_path(str(ROOT / "examples" / "gemm.py"))
-ATTENTION = runpy.run_path(str(ROOT / "examples" / "attention.py"))
 D = tawa_xdsl.TensorDescriptor.from_tensor
 
 
@@ -39,7 +38,7 @@ def no_host_copies(monkeypatch: pytest.MonkeyPatch):
 
 def gemm_launch(a, b, c, stream=None):
     (m, k), n = a.shape, b.shape[0]
-    GEMM["matmul_kernel"][(tawa_xdsl.cdiv(m, 128) * tawa_xdsl.cdiv(n, 128),)](
+    gemm[(tawa_xdsl.cdiv(m, 128) * tawa_xdsl.cdiv(n, 128),)](
         D(a, [128, 64]), D(b, [128, 64]), D(c, [128, 128]), m, n, k,
         BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, stream=stream,
     )  # fmt: skip
@@ -63,7 +62,7 @@ def test_a_repeated_launch_hits_the_launch_cache(device) -> None:
     b = torch.randn(256, 128, device="cuda", dtype=torch.float16)
     c = torch.zeros(256, 256, device="cuda", dtype=torch.float16)
     gemm_launch(a, b, c)
-    compiled = next(iter(GEMM["matmul_kernel"].cache.values()))
+    compiled = next(iter(gemm.cache.values()))
     before = compiled.launch_cache().hits
     for _ in range(3):
         gemm_launch(a, b, c)
@@ -85,7 +84,7 @@ def test_launches_run_on_the_current_or_the_given_stream(device) -> None:
     gemm_launch(a, b, c2, stream=other)
     side.synchronize()
     other.synchronize()
-    compiled = next(c for c in GEMM["matmul_kernel"].cache.values() if c._launches is not None)
+    compiled = next(c for c in gemm.cache.values() if c._launches is not None)
     streams = {key[1] for key in compiled.launch_cache().entries}
     assert {side.cuda_stream, other.cuda_stream} <= streams
     ref = (a.float() @ b.float().T).half()
@@ -100,7 +99,7 @@ def test_jit_attention_on_torch_cuda_tensors(device, no_host_copies, causal) -> 
     q, k, v = (torch.randn(heads, seq, dim, device="cuda", dtype=torch.float16) for _ in "qkv")
     o = torch.empty_like(q)
     pointer = o.data_ptr()
-    ATTENTION["attn_fwd"][(tawa_xdsl.cdiv(seq, 128), heads)](
+    attn_fwd[(tawa_xdsl.cdiv(seq, 128), heads)](
         D(q, [1, 128, dim]), D(k, [1, 128, dim]), D(v, [1, 128, dim]), D(o, [1, 128, dim]),
         seq, 1 / math.sqrt(dim), HEAD_DIM=dim, BLOCK_M=128, BLOCK_N=128, CAUSAL=causal,
         num_stages=3, mma_depth=1,

@@ -36,6 +36,7 @@ from tawa_xdsl.interp.scheduler import (
     run_tasks,
 )
 from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -472,3 +473,28 @@ def test_spawn_while_running() -> None:
 def test_bad_schedule_specs_are_refused(spec: Any) -> None:
     with pytest.raises(ValueError, match="schedule"):
         make_policy(spec)
+
+
+# ------------------------------------------------------------------- the schedule as data
+
+
+@pytest.mark.parametrize("k_tiles", [0, 1, 2, 5])
+def test_drain_releases_the_uses_a_lagged_loop_still_holds(k_tiles: int) -> None:
+    """MMA depth 3 on a 3-slot ring: the loop holds 2 uses; `aref.drain` gives them back
+    (fewer when the loop ran fewer trips), in order, or the next tile would deadlock."""
+    module = parse_module(make_context(), gemm_aref(3, 3, 1, True))
+    a, b, c, scalars = gemm_args(1, 2, k_tiles)
+    run_warp_specialized(module, 1, [a, b, c, *scalars], schedule="producer-first")
+    np.testing.assert_allclose(c, gemm_reference(a, b), rtol=1e-3, atol=1e-3)
+
+
+def test_lagged_release_that_holds_too_few_uses_is_a_protocol_error() -> None:
+    text = gemm_aref(3, 2, 1, False).replace(
+        "aref.consumed %ring[%r] lag(1)", "aref.consumed %ring[%i] lag(2)"
+    )
+    module = parse_module(make_context(), text, "lag.mlir")
+    a, b, c, scalars = gemm_args(1, 1, 3)
+    with pytest.raises(
+        ArefProtocolError, match=r"release of use 1 lagged by 2 runs before the get of use 2"
+    ):
+        run_warp_specialized(module, 1, [a, b, c, *scalars])

@@ -6,12 +6,15 @@ the timer is a table from config to milliseconds, so the winner is known in adva
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 import tawa_xdsl
 import tawa_xdsl.language as tl
 from tawa_xdsl.autotune import Autotuner, Config
+from tawa_xdsl.compiler import CompileOptions, options_from_launch
 
 
 @tawa_xdsl.jit(interpret=True)
@@ -87,7 +90,7 @@ def test_new_key_tunes_again_and_disk_cache_is_reused(tmp_path):
 
 def test_failing_configs_are_skipped(tmp_path):
     def run(config: Config):
-        if config.num_stages != 4:
+        if config.options().get("num_stages") != 4:
             raise RuntimeError("out of shared memory")
         return lambda: None
 
@@ -109,9 +112,25 @@ def test_config_round_trip_and_options():
         "BLOCK_N": 256, "num_stages": 3, "mma_depth": 2, "num_consumer_groups": 2,
         "persistent": True, "epilogue": "tma",
     }  # fmt: skip
-    from tawa_xdsl.backend.compile import CompileOptions, options_from_launch
-
     assert options_from_launch(config.options()) == CompileOptions(3, 2, 2, True, "tma")
+    assert config.compile_options == CompileOptions(3, 2, 2, True, "tma")
+
+
+def test_config_options_are_the_compilers():
+    """Every launch option reaches the config's compile options (registers and pingpong
+    too, through JSON); an unknown one is refused when the config is made."""
+    config = Config({"BLOCK": 16}, registers=(24, 240), pingpong=True, verify=False)
+    expected = CompileOptions(registers=(24, 240), pingpong=True, verify=False)
+    assert config.compile_options == expected
+    again = Config.from_json(json.loads(json.dumps(config.to_json())))
+    assert again == config and again.compile_options == config.compile_options
+    with pytest.raises(TypeError, match=r"^unknown launch option 'num_stage'; launch options: "):
+        Config({"BLOCK": 16}, num_stage=3)
+    hinted = Config({"BLOCK": 16}, num_warps=8, maxnreg=128)  # Triton's: kept, choose nothing
+    assert hinted.hints == {"num_warps": 8, "maxnreg": 128}
+    assert hinted.options() == {} and hinted.compile_options == CompileOptions()
+    assert Config.from_json(json.loads(json.dumps(hinted.to_json()))) == hinted
+    assert hinted != Config({"BLOCK": 16})
 
 
 def test_key_must_name_arguments():

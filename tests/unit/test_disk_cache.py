@@ -1,4 +1,4 @@
-"""The disk cache of compiled kernels across processes (`runtime.cache.compile_cached`): a
+"""The disk cache of compiled kernels across processes (`compiler.compile_cached`): a
 second process compiling the same kernel reads it from the disk, and a cache directory that
 cannot be used costs one warning, never the compile."""
 
@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from tawa_xdsl.compiler import compile_cached
 from tawa_xdsl.runtime import cache as kernel_cache
-from tawa_xdsl.runtime.cache import KernelCache, compile_cached
+from tawa_xdsl.runtime.cache import KernelCache
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# Compiles examples/gemm.py's @jit GEMM to PTX through the jit path, then prints whether the
-# disk cache hit and how long the PTX took (the frontend's IR generation included).
+# Compiles the library's @jit GEMM (tawa_xdsl.kernels.gemm) to PTX through the jit path, then
+# prints whether the disk cache hit and how long the PTX took (the frontend's IR generation
+# included).
 CHILD = """
-import json, runpy, sys, time
+import json, time
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 import tawa_xdsl.language as tl
 from tawa_xdsl.runtime import cache
-gemm = runpy.run_path(sys.argv[1])["matmul_kernel"]
+from tawa_xdsl.kernels.gemm import gemm
 start = time.perf_counter()
 compiled = gemm.compile(
     DescriptorArg(tl.float16, (128, 64)), DescriptorArg(tl.float16, (128, 64)),
@@ -42,7 +42,7 @@ print(json.dumps({"hits": cache.STATS.hits, "misses": cache.STATS.misses,
 def compile_in_a_new_process(cache_dir: Path) -> dict:
     env = {**os.environ, "TAWA_CACHE_DIR": str(cache_dir)}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT / "examples" / "gemm.py")],
+        [sys.executable, "-c", CHILD],
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -62,7 +62,7 @@ def test_a_second_process_reads_the_kernel_from_disk(tmp_path: Path) -> None:
 
 def gemm_module():
     import tawa_xdsl.language as tl
-    from tawa_xdsl.gemm_configs import gemm_tile_ir
+    from tawa_xdsl.kernels.gemm import gemm_tile_ir
 
     return gemm_tile_ir(128, 128, 64, tl.float16)
 

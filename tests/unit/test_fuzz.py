@@ -59,7 +59,7 @@ def test_bounded_deterministic_profile(kind: str, tmp_path: Path) -> None:
         ran.extend(check_case(case).ran)
 
     prop()
-    assert {"tile", "compile", "aref", "mbarrier"} <= set(ran)
+    assert {"tile", "compile", "aref", "mbarrier", "nvgpu"} <= set(ran)
 
 
 def test_run_round_summary(tmp_path: Path) -> None:
@@ -78,6 +78,35 @@ def test_good_cases_pass() -> None:
 
 
 # ------------------------------------------------------------ the references catch bugs
+
+
+def test_nvgpu_level_catches_a_register_layout_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wgmma A-register layout that disagrees with the accumulator's (values 1 and 2 of each
+    quartet swapped): attention's P, converted register by register, feeds P @ V the wrong
+    probabilities. Every level before nvgpu passes."""
+    from tawa_xdsl.dialects.nvgpu import FragmentLayout
+    from tawa_xdsl.interp import fragments
+
+    acc = fragments.FRAGMENT_LAYOUTS[FragmentLayout.WGMMA_ACC]
+
+    class SwappedOperandA:
+        def values_per_thread(self, shape: tuple[int, ...]) -> int:
+            return acc.values_per_thread(shape)
+
+        def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int, int]:
+            return acc.coords(shape, thread, value ^ 3 if value & 3 in (1, 2) else value)
+
+    layouts = {**fragments.FRAGMENT_LAYOUTS, FragmentLayout.WGMMA_OPERAND_A: SwappedOperandA()}
+    monkeypatch.setattr(fragments, "FRAGMENT_LAYOUTS", layouts)
+    fragments.coordinates.cache_clear()
+    attention = AttentionProgram("f16", 128, 128, causal=False)
+    case = Case(attention, {"heads": 1, "seq": 100}, 0, "normal", (0.125,), Options(2, 1, 2))
+    try:
+        with pytest.raises(FuzzFailure) as caught:
+            check_case(case)
+    finally:
+        fragments.coordinates.cache_clear()
+    assert caught.value.level == "nvgpu", caught.value.message
 
 
 def test_numpy_reference_catches_a_missing_epilogue_op() -> None:
@@ -193,12 +222,13 @@ def test_gpu_mode_compiles_or_says_why() -> None:
 def test_gpu_mode_a_failed_proof_is_a_failure_not_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     """compile_to_ptx proves the protocol; its ProtocolError must not be counted as a refusal."""
     import tawa_xdsl.verify.check as verify_check
+    from tawa_xdsl import compiler
     from tawa_xdsl.fuzz.check import _gpu_kernel
 
     def broken(module: object) -> None:
         raise verify_check.ProtocolError("ring r0: deadlock (planted)")
 
-    monkeypatch.setattr(verify_check, "check_module", broken)
+    monkeypatch.setattr(compiler, "check_module", broken)  # the proof compile_to_ptx runs
     _gpu_kernel.cache_clear()
     with pytest.raises(verify_check.ProtocolError, match="planted"):
         _gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))

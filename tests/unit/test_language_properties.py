@@ -82,7 +82,7 @@ def test_gemm_example_matches_numpy_for_ragged_shapes(m: int, n: int, k: int, se
 # ------------------------------------------------------------------------------------ CLI
 
 GEMM_ARGS = [
-    "compile", str(EXAMPLES / "gemm.py"), "--kernel", "matmul_kernel",
+    "compile", str(EXAMPLES / "gemm.py"), "--kernel", "gemm",
     "--constexpr", "BLOCK_M=64", "--constexpr", "BLOCK_N=32", "--constexpr", "BLOCK_K=16",
     "--constexpr", "GROUP_M=4",
 ]  # fmt: skip
@@ -96,15 +96,15 @@ def test_cli_compile_prints_the_tile_ir(capsys: pytest.CaptureFixture[str]) -> N
     # A named entry types its parameter; an unnamed one the parameter at its position.
     assert tawa_cli.main([*GEMM_ARGS, "--signature", signature, "--stage", "tile"]) == 0
     out = capsys.readouterr().out
-    assert "func.func @matmul_kernel(%a_desc: !tile.desc<64x16xf16>" in out
-    assert "%K: i32)" in out
+    assert "func.func @gemm(%a_desc: !tile.desc<64x16xf16>" in out
+    assert "%k: i32)" in out
     assert "tensor<64x16xf16>, tensor<16x32xf16> -> tensor<64x32xf32>" in out  # a @ b.T
 
 
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--signature", "i32"], "no type for run-time parameter(s) b_desc, c_desc, M, N, K"),
+        (["--signature", "i32"], "no type for run-time parameter(s) b_desc, c_desc, m, n, k"),
         (["--signature", "desc<64x16xf99>"], "unknown element type 'f99'"),
         (["--signature", "Q=i32"], "'Q' is not a run-time parameter"),
         (["--constexpr", "BLOCK_M"], "--constexpr expects NAME=VALUE"),

@@ -13,7 +13,7 @@ from tawa_xdsl.interp.mbarrier import Barrier, MBarrierError, run_mbarrier_kerne
 from tawa_xdsl.interp.scheduler import DeadlockError, HypothesisPolicy
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.transforms.lower_aref import lower_arefs
-from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference
+from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference, shrink_rings
 
 GEMM_TILE = (__import__("pathlib").Path(__file__).parents[2] / "examples" / "gemm.mlir").read_text()
 
@@ -89,7 +89,10 @@ def test_tile_level_example_agrees_with_sample_reference():
 
 
 def test_ring_shallower_than_mma_depth_deadlocks_with_barrier_dump():
-    module = lowered(1, 2, 1, False)
+    """A lag the aref dialect refuses (2 uses held, 1 slot), planted below it, deadlocks."""
+    module = parse_module(make_context(), gemm_aref(2, 2, 1, False))
+    shrink_rings(module, 1)
+    lower_arefs(module)
     a, b, c, scalars = gemm_args(1, 1, 3)
     with pytest.raises(DeadlockError, match=r"ring_empty\[0\]: phase"):
         run_mbarrier_kernel(module, 1, [a, b, c, *scalars], schedule=0)

@@ -165,7 +165,7 @@ def test_smem_helpers_and_syntax():
         ),
         (
             lambda: frag(ACC, [32, 64]),
-            "!nvgpu.fragment rows must be a positive multiple of 64, got 32",
+            "!nvgpu.fragment<wgmma_acc> rows must be a positive multiple of 64, got 32",
         ),
         (
             lambda: frag(ACC, [64, 64], i32),

@@ -1,6 +1,6 @@
 """The attention forward compiles to PTX that ptxas accepts cleanly, for every configuration.
 
-`examples/attention.py`'s kernel (through `examples/attention_compile.py`) and the
+The library kernel `tawa_xdsl.kernels.attention` (through `compile_attention`) and the
 hand-written `examples/attention*.mlir` -> tawa-warp-specialize (two consumer warpgroups,
 attention pipelining) -> lower-aref -> lower-to-nvgpu -> emit-ptx -> `ptxas -arch=sm_90a -v`,
 for head dim 64 and 128, causal and not, f16 and bf16, and ring depths 2 and 3. A test fails
@@ -10,19 +10,17 @@ setmaxnreg (C7508), or spills. Skipped only when ptxas is absent.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from xdsl.parser import Parser
 
-from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.kernels.attention import compile_attention
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-from attention_compile import compile_attention  # noqa: E402
 
 pytestmark = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not on PATH")
 

@@ -6,7 +6,7 @@ skipped, about a quarter of the programs): GEMM epilogues, and only ring depths 
 * `leaky` (`tile.cmp` of f32 tiles + `tile.where`): `nvgpu.fragment_select`;
 * `bias` (a vector read from a slot, spread over rows): `nvgpu.fragment_load_columns`;
 * attention with rings too deep for 227 KB: the GPU strategies do not draw them
-  (`strategies.fitting_stages`, measured by `backend.compile.shared_memory_need`).
+  (`strategies.fitting_stages`, measured by `compiler.shared_memory_need`).
 
 Each program is a fuzzer program (`fuzz.programs`) with options the 10-minute H200 run
 skipped; the PTX must assemble with `ptxas -arch=sm_90a` with no forbidden warning and no
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import pytest
 
-from tawa_xdsl.backend.compile import (
+from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.compiler import (
     SM90_MAX_SMEM_BYTES,
     CompileOptions,
     compile_to_ptx,
     shared_memory_need,
 )
-from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.diagnostics import TawaError, parse_module
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.fuzz.programs import AttentionProgram, GemmProgram, Program
@@ -97,7 +97,7 @@ def test_widening_convert_unpacks_pairs() -> None:
 
 def test_float_select_predicates_follow_numpy_on_nan() -> None:
     """NaN: every numpy comparison is false except `!=`, so `ne` is the unordered `neu`."""
-    from tawa_xdsl.backend.emit_epilogue import SETP_F32
+    from tawa_xdsl.backend.emit_ptx.fragment import SETP_F32
     from tawa_xdsl.dialects.tile import ComparePredicate
 
     assert SETP_F32[ComparePredicate.NE] == "neu"

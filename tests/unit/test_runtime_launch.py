@@ -1,5 +1,7 @@
-"""Launch plumbing that needs no GPU: PTX signatures, argument packing, array description."""
+"""Launch plumbing that needs no GPU: PTX signatures, argument packing, array description,
+and launching a compiled kernel (parameters from its arguments, staging, empty grids)."""
 
+import importlib
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -7,11 +9,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.descriptor import TensorDescriptor
+from tawa_xdsl.diagnostics import parse_file
+from tawa_xdsl.dialects import make_context
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype
 from tawa_xdsl.runtime.errors import DTypeMismatchError, LaunchError
 from tawa_xdsl.runtime.launch import (
     LaunchConfig,
     dim3,
+    empty_tensor_stand_in,
     pack_argument,
     pack_parameters,
     storage_address,
@@ -19,6 +26,10 @@ from tawa_xdsl.runtime.launch import (
 from tawa_xdsl.runtime.memory import describe
 from tawa_xdsl.runtime.module import Kernel, Param, parse_entries, ptx_bytes
 from tawa_xdsl.runtime.tensormap import Swizzle, TensorMap, TensorMapSpec, aligned_descriptor_buffer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The module itself: the package's `launch` attribute is the function of that name.
+launch_module = importlib.import_module("tawa_xdsl.runtime.launch")
 
 WS_GEMM_SIGNATURE = """
 .visible .entry ws_gemm_bf16(
@@ -46,12 +57,18 @@ def test_parse_entries_reads_every_signature() -> None:
     assert entries["scale"] == (Param("alpha", "f", 32), Param("n", "s", 32), Param("out", "u", 64))
 
 
-def test_reference_ptx_signature_if_present() -> None:
-    path = Path(__file__).resolve().parents[3] / "shared/reference/ptx/ws_gemm_bf16.ptx"
-    if not path.exists():
-        pytest.skip(f"reference PTX not found at {path}")
-    params = parse_entries(path.read_text())["ws_gemm_bf16"]
-    assert [p.nbytes for p in params] == [128, 128, 8, 4, 4]
+def test_signature_of_emitted_ptx_matches_the_kernel_params() -> None:
+    """The loader reads back, from PTX this compiler printed, the params the launch packs."""
+    from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
+    from tawa_xdsl.diagnostics import parse_file
+    from tawa_xdsl.dialects import make_context
+
+    gemm = Path(__file__).resolve().parents[2] / "examples" / "gemm.mlir"
+    kernel = compile_to_ptx(parse_file(make_context(), gemm), CompileOptions(verify=False))
+    params = parse_entries(kernel.ptx)[kernel.name]
+    assert [p.name for p in params] == [p.name for p in kernel.params]
+    sizes = {"tensormap": 128, "ptr": 8}
+    assert [p.nbytes for p in params] == [sizes.get(p.field, 4) for p in kernel.params]
 
 
 def test_ptx_bytes_is_nul_terminated_ascii() -> None:
@@ -176,3 +193,90 @@ def test_launch_config_normalizes_dims_and_stream() -> None:
     assert config.cluster == (2, 1, 1) and config.stream == 7
     with pytest.raises(LaunchError, match="grid: expected 1-3 positive ints"):
         dim3((0, 1), "grid")
+
+
+# ------------------------------------------------- compiled kernels (what the GPU fuzz found)
+
+
+class FakeDriver:
+    """Stands in for the driver calls of `launch_compiled`, recording what it asks."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.staged: list[np.ndarray] = []
+        self.launches: list[tuple] = []
+        monkeypatch.setattr(launch_module, "require_gpu", lambda: object())
+        monkeypatch.setattr(launch_module, "load_kernel", lambda ptx, name: name)
+        monkeypatch.setattr(launch_module, "to_device", self.to_device)
+        monkeypatch.setattr(launch_module, "to_host", lambda dev, out: None)
+        monkeypatch.setattr(launch_module, "launch", lambda *a, **kw: self.launches.append(a))
+        monkeypatch.setattr(launch_module, "kernel_arguments", lambda program, args: list(args))
+
+    def to_device(self, array: np.ndarray) -> np.ndarray:
+        self.staged.append(array)
+        return array
+
+
+def compiled_gemm() -> CompiledKernel:
+    module = parse_file(make_context(), EXAMPLES / "gemm.mlir")
+    return compile_to_ptx(module, CompileOptions(stages=2, mma_depth=1, consumers=1, verify=False))
+
+
+def gemm_descriptors(m: int, n: int, k: int) -> list[object]:
+    make = TensorDescriptor.from_tensor
+    a, b = np.ones((m, k), np.float16), np.ones((n, k), np.float16)
+    c = np.zeros((m, n), np.float16)
+    return [make(a, [128, 64]), make(b, [128, 64]), make(c, [128, 128]), m, n, k]
+
+
+def test_a_grid_without_programs_launches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeDriver(monkeypatch)
+    compiled_gemm().launch((0,), *gemm_descriptors(0, 8, 64))
+    assert fake.launches == [] and fake.staged == []
+
+
+def test_an_empty_descriptor_is_described_by_zeros(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeDriver(monkeypatch)
+    compiled_gemm().launch((1,), *gemm_descriptors(1, 8, 0))  # K = 0: A and B have no elements
+    a, b, c = fake.staged
+    assert a.shape == b.shape == (1, 8) and not a.any() and not b.any()
+    assert c.shape == (1, 8) and len(fake.launches) == 1
+
+
+def test_stand_in_rows_are_16_bytes() -> None:
+    for dtype, elements in ((np.float16, 8), (np.float32, 4)):
+        stand_in = empty_tensor_stand_in(np.zeros((5, 0, 3), dtype))
+        assert stand_in.shape == (1, 1, elements) and stand_in.nbytes == 16
+
+
+def test_descriptors_accept_arrays_without_elements() -> None:
+    descriptor = TensorDescriptor.from_tensor(np.zeros((3, 0), np.float16), [128, 64])
+    assert descriptor.strides == (0, 1)
+
+
+def test_kernel_arguments_fill_every_param_of_a_compiled_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A descriptor argument gives its tensor map (the kernel's box and swizzle), pointer,
+    extents and strides; a scalar gives itself, in the kernel's `.param` order."""
+    maps: list[tuple] = []
+
+    def fake_map(arg, box, swizzle=None, name=""):
+        maps.append((name, box, swizzle))
+        return f"map {name}"
+
+    monkeypatch.setattr(launch_module, "tensor_map", fake_map)
+    kernel = compiled_gemm()
+    a = SimpleNamespace(__cuda_array_interface__=cuda_interface((300, 160), 0x1000))
+    b = SimpleNamespace(__cuda_array_interface__=cuda_interface((200, 160), 0x2000))
+    c = SimpleNamespace(__cuda_array_interface__=cuda_interface((300, 200), 0x3000))
+    values = launch_module.kernel_arguments(kernel, [a, b, c, 300, 200, 160])
+    assert len(values) == len(kernel.params) == 3 * 5 + 3
+    assert values[:5] == ["map a_desc_tmap", 0x1000, 300, 160, 160]
+    assert values[-3:] == [300, 200, 160]
+    infos = [kernel.tensor_maps[i] for i in range(3)]
+    names = ("a_desc_tmap", "b_desc_tmap", "c_desc_tmap")
+    assert maps == [(n, i.box, i.swizzle or None) for n, i in zip(names, infos, strict=True)]
+
+
+def cuda_interface(shape: tuple[int, int], pointer: int) -> dict[str, object]:
+    return {"shape": shape, "typestr": "<f2", "data": (pointer, False), "version": 3}

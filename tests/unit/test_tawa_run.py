@@ -15,7 +15,14 @@ import pytest
 from tawa_xdsl.tools.tawa_run import ArgSpec, SpecError, main, parse_grid, parse_spec
 
 GEMM = str(Path(__file__).parents[2] / "examples" / "gemm.mlir")
-GEMM_ARGS = ["a=randn:300x100:f16", "b=randn:200x100", "c=zeros:300x200", "m=300", "n=200", "k=100"]
+GEMM_ARGS = [
+    "a_desc=randn:300x100:f16",
+    "b_desc=randn:200x100",
+    "c_desc=zeros:300x200",
+    "m=300",
+    "n=200",
+    "k=100",
+]
 
 BF16_KERNEL = """func.func @copy(%x: !tile.desc<4x8xbf16>, %o: !tile.desc<4x8xbf16>) {
   %c0 = arith.constant 0 : i32
@@ -94,12 +101,12 @@ def test_gemm_report_and_save(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     b = rng.standard_normal((200, 100)).astype(np.float32).astype(np.float16)
     reference = a.astype(np.float32) @ b.astype(np.float32).T
     saved = np.load(out_file)
-    assert list(saved) == ["c"]
-    c = saved["c"]
+    assert list(saved) == ["c_desc"]
+    c = saved["c_desc"]
     assert c.dtype == np.float16 and c.shape == (300, 200)
     np.testing.assert_allclose(c.astype(np.float32), reference, rtol=2**-10, atol=2e-3)
     (line,) = out.splitlines()
-    assert line.startswith("c: 300x200 float16 sum=")
+    assert line.startswith("c_desc: 300x200 float16 sum=")
     assert f"max={c.astype(np.float64).max():.6g}" in line
     assert line.endswith(" nan=0 sha256=" + hashlib.sha256(c.tobytes()).hexdigest()[:16])
 
@@ -146,12 +153,12 @@ def with_arg(position: int, spec: str) -> list[str]:
     [
         (GEMM_ARGS[:5], f"{GEMM}:5:1: error: @gemm takes 6 arguments, got 5"),
         (
-            with_arg(0, "a=randn:300x100:f32"),
+            with_arg(0, "a_desc=randn:300x100:f32"),
             f"{GEMM}:5:1: error: @gemm argument 0 (!tile.desc<128x64xf16>): "
             "expected a float16 array, got float32",
         ),
         (
-            with_arg(2, "c=zeros:300"),
+            with_arg(2, "c_desc=zeros:300"),
             f"{GEMM}:5:1: error: @gemm argument 2 (!tile.desc<128x128xf16>): "
             "expected a 2-D array, got shape (300,)",
         ),
@@ -161,7 +168,7 @@ def with_arg(position: int, spec: str) -> list[str]:
             "got an array of shape (3,)",
         ),
         (
-            with_arg(1, "b=7"),
+            with_arg(1, "b_desc=7"),
             f"{GEMM}:5:1: error: @gemm argument 1 (!tile.desc<128x64xf16>): "
             "expected a numpy array, got int",
         ),
@@ -175,13 +182,13 @@ def with_arg(position: int, spec: str) -> list[str]:
             "not a descriptor",
         ),
         (
-            with_arg(0, "a=randn:300by100"),
-            "error: --args: argument 0 ('a=randn:300by100'): bad shape '300by100' "
+            with_arg(0, "a_desc=randn:300by100"),
+            "error: --args: argument 0 ('a_desc=randn:300by100'): bad shape '300by100' "
             "(expected sizes joined by 'x', such as 300x100)",
         ),
         (
-            with_arg(0, "a=npy:/no/such/file.npy"),
-            "error: --args: argument 0 ('a=npy:/no/such/file.npy'): cannot load",
+            with_arg(0, "a_desc=npy:/no/such/file.npy"),
+            "error: --args: argument 0 ('a_desc=npy:/no/such/file.npy'): cannot load",
         ),
     ],
 )
@@ -246,3 +253,43 @@ def test_console_script() -> None:
     assert result.returncode == 1
     assert result.stderr == f"tawa-run: {GEMM}:5:1: error: @gemm takes 6 arguments, got 2\n"
     assert result.stdout == ""
+
+
+# ----------------------------------------------------------------------- the nvgpu level
+
+
+def test_nvgpu_level_reports_what_the_tile_level_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--level nvgpu` compiles the tile kernel (D3 P2, two consumers) and runs it thread by
+    thread; GEMM is exact at that level, so the report is the same line."""
+    status, tile_out, _ = run_main([GEMM, "--grid", "6", "--args", *GEMM_ARGS], capsys)
+    argv = [GEMM, "--grid", "6", "--level", "nvgpu", "--stages", "3", "--consumers", "2"]
+    status_nvgpu, nvgpu_out, err = run_main([*argv, "--args", *GEMM_ARGS], capsys)
+    assert (status, status_nvgpu, err) == (0, 0, "")
+    assert nvgpu_out == tile_out
+
+
+def test_nvgpu_level_runs_lowered_ir_and_refuses_what_cannot_lower(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lowered = tmp_path / "gemm_nvgpu.mlir"
+    pipeline = "tawa-warp-specialize{stages=2 mma-depth=1 consumers=1},lower-aref,lower-to-nvgpu"
+    text = subprocess.run(
+        [sys.executable, "-m", "tawa_xdsl.tools.tawa_opt", GEMM, "-p", pipeline],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    lowered.write_text(text)
+    status, out, err = run_main(
+        [str(lowered), "--grid", "6", "--level", "nvgpu", "--args", *GEMM_ARGS], capsys
+    )
+    assert (status, err) == (0, "") and out.startswith("c_desc: 300x200 float16")
+    bad = tmp_path / "copy.mlir"
+    bad.write_text(BF16_KERNEL)
+    status, _, err = run_main(
+        [str(bad), "--grid", "1", "--level", "nvgpu", "--args", "randn:4x8", "zeros:4x8"], capsys
+    )
+    assert status == 1 and err.startswith(f"tawa-run: {bad}: error: cannot compile to the nvgpu")
+    assert len(err.splitlines()) == 1

@@ -14,8 +14,11 @@ from tawa_xdsl.diagnostics import TawaError, parse_file, parse_module
 from tawa_xdsl.dialects import aref, make_context, tile
 from tawa_xdsl.interp.aref import run_warp_specialized
 from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.transforms.cooperative_consumers import CooperativeConsumersPass
+from tawa_xdsl.transforms.mma_lag import MmaLagPass
 from tawa_xdsl.transforms.partition import PartitionPass
-from tawa_xdsl.transforms.pipeline import PipelinePass
+from tawa_xdsl.transforms.place_releases import PlaceReleasesPass
+from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
 from tawa_xdsl.transforms.warp_specialize import persistent_launch, warp_specialize
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -65,8 +68,11 @@ def test_loops_match_between_groups(kernels):
         role: [(len(_nesting(loop)), loop.step.owner.name) for loop in _ops(g, scf.ForOp)]
         for role, g in groups.items()
     }
-    # Producer: tile loop, K loop. Consumer: the same two, plus the MMA-depth drain loop.
-    assert bounds["producer"] == bounds["consumer"][:2]
+    # Producer and consumer: tile loop, K loop; the consumer drains its lagged releases
+    # (an op: lower-aref makes it a loop).
+    assert bounds["producer"] == bounds["consumer"]
+    (drain,) = _ops(groups["consumer"], aref.DrainOp)
+    assert drain.lag_value == 1 and isinstance(drain.parent_op(), scf.ForOp)
 
 
 def _nesting(op) -> list:
@@ -166,8 +172,8 @@ def test_refuses_three_consumers(kernels):
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ({"stages": 0}, "depth must be at least 1"),
-        ({"mma_depth": 0}, "mma-depth must be at least 1"),
+        ({"stages": 0}, "ring-depth: stages must be at least 1"),
+        ({"mma_depth": 0}, "mma-lag: mma-depth must be at least 1"),
     ],
 )
 def test_refuses_bad_depths(kernels, options, expected):
@@ -176,11 +182,15 @@ def test_refuses_bad_depths(kernels, options, expected):
     assert "\n" not in str(info.value)
 
 
-def test_pipeline_refuses_tile_level_input(kernels):
+@pytest.mark.parametrize(
+    "schedule_pass",
+    [CooperativeConsumersPass(), SoftwarePipelinePass(), MmaLagPass(), PlaceReleasesPass()],
+)
+def test_schedule_passes_refuse_tile_level_input(kernels, schedule_pass):
     module = kernels["gemm"].clone()
     PartitionPass().apply(CTX, module)
-    with pytest.raises(TawaError, match="run distribute first"):
-        PipelinePass().apply(CTX, module)
+    with pytest.raises(TawaError, match=f"{schedule_pass.name}: .*run distribute first"):
+        schedule_pass.apply(CTX, module)
 
 
 # --------------------------------------------------------------------- same results

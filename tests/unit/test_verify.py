@@ -7,13 +7,17 @@ import time
 from pathlib import Path
 
 import pytest
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import parse_module
-from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects import aref, make_context
 from tawa_xdsl.tools.tawa_verify import main
 from tawa_xdsl.transforms.lower_aref import lower_arefs
 from tawa_xdsl.verify.check import verify_module
-from tawa_xdsl.verify.samples import gemm_aref
+from tawa_xdsl.verify.extract import ExtractionError, extract
+from tawa_xdsl.verify.samples import gemm_aref, shrink_rings
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -41,9 +45,17 @@ def test_gemm_pipeline_is_proved(stages, mma_depth, consumers, persistent):
 
 
 def test_shallow_ring_deadlock_is_reported(tmp_path, capsys):
+    """A consumer holding 2 uses of a 1-slot ring: the aref dialect refuses the lag, and the
+    same protocol planted below it (the ring shrunk before lower-aref) is a proved deadlock."""
     path = tmp_path / "k.mlir"
     path.write_text(gemm_aref(depth=1, mma_depth=2))
-    assert main([str(path), "-p", "lower-aref"]) == 1
+    assert main([str(path), "-p", "lower-aref"]) == 2
+    assert "lag must be in 0..0 (below the ring depth 1)" in capsys.readouterr().err
+    module = parse_module(make_context(), gemm_aref(depth=2, mma_depth=2))
+    shrink_rings(module, 1)
+    lower_arefs(module)
+    path.write_text(str(module))
+    assert main([str(path)]) == 1
     out = capsys.readouterr().out
     assert "FAILED: ring ring: DEADLOCK" in out and "blocked at" in out
 
@@ -115,13 +127,9 @@ def test_cross_ring_deadlock_is_caught_that_no_ring_alone_has():
 def test_attention_releases_stay_where_lower_aref_put_them():
     """The barrier ops of the attention kernel, in program order, are the same at the
     mbarrier level (what the proof checks) and at the nvgpu level (what the PTX runs)."""
-    import sys
-
-    sys.path.insert(0, str(EXAMPLES))
-    from attention_compile import tile_module
-
-    from tawa_xdsl.backend.compile import CompileOptions, compile_to_ptx
+    from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
     from tawa_xdsl.dialects import nvgpu
+    from tawa_xdsl.kernels.attention import tile_module
 
     def barrier_ops(text: str) -> list[str]:
         module = parse_module(make_context(), text)
@@ -138,7 +146,7 @@ def test_attention_releases_stay_where_lower_aref_put_them():
 
 def test_compile_pipeline_rejects_a_broken_ring(monkeypatch):
     """compile_to_ptx proves the rings after lower-aref; a planted bug is a one-line error."""
-    from tawa_xdsl.backend import compile as backend
+    from tawa_xdsl import compiler as backend
     from tawa_xdsl.transforms import lower_aref
     from tawa_xdsl.verify.check import ProtocolError
 
@@ -167,3 +175,94 @@ def test_cli_input_it_cannot_verify_is_one_line(
     assert main([str(root / path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tawa-verify: ") and message in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------ the schedule data is checked
+
+
+def _lowered_lagged():
+    module = parse_module(make_context(), gemm_aref(depth=3, mma_depth=2))
+    lower_arefs(module)
+    return module
+
+
+def _lagged_arrive(module):
+    return next(op for op in module.walk() if aref.LAG_ATTR in op.attributes)
+
+
+def _drain_loop(module):
+    return next(op for op in module.walk() if aref.DRAIN_ATTR in op.attributes)
+
+
+def _refusal(module) -> str:
+    with pytest.raises(ExtractionError) as info:
+        extract(module)
+    assert "\n" not in str(info.value) and str(info.value).startswith("<input>:")
+    return str(info.value)
+
+
+def test_lagged_release_data_is_read():
+    (ring,) = extract(_lowered_lagged())
+    (consumer,) = ring.consumers
+    assert consumer.lag == 1 and consumer.drain
+
+
+def test_lag_that_disagrees_with_the_slot_is_refused():
+    module = _lowered_lagged()
+    _lagged_arrive(module).attributes[aref.LAG_ATTR] = IntegerAttr(2, i32)
+    assert "does not release slot `(use - 2) mod D`" in _refusal(module)
+
+
+def test_lagged_release_without_its_lag_is_refused():
+    module = _lowered_lagged()
+    del _lagged_arrive(module).attributes[aref.LAG_ATTR]
+    assert "ring ops under a guard the verifier does not model" in _refusal(module)
+
+
+def test_lag_guard_that_disagrees_with_the_lag_is_refused():
+    module = _lowered_lagged()
+    guard = _lagged_arrive(module).parent_op()
+    assert isinstance(guard, scf.IfOp)
+    two = arith.ConstantOp(IntegerAttr(2, i32))
+    Rewriter.insert_op(two, InsertPoint.before(guard))
+    guard.cond.owner.operands = [guard.cond.owner.lhs, two.result]
+    assert "a release lagged by 1 is not guarded by `x >= 1`" in _refusal(module)
+
+
+def test_drain_of_another_lag_is_refused():
+    module = _lowered_lagged()
+    _drain_loop(module).attributes[aref.DRAIN_ATTR] = IntegerAttr(2, i32)
+    assert "drain of lag 2 after a loop whose releases lag by 1" in _refusal(module)
+
+
+def test_releases_after_the_loop_outside_a_drain_are_refused():
+    module = _lowered_lagged()
+    del _drain_loop(module).attributes[aref.DRAIN_ATTR]
+    assert "must share one loop body" in _refusal(module)
+
+
+def _lowered_attention():
+    from tawa_xdsl.transforms.warp_specialize import warp_specialize
+
+    module = parse_module(make_context(), (EXAMPLES / "attention.mlir").read_text())
+    module = warp_specialize(module, stages=2, mma_depth=2)
+    lower_arefs(module)
+    return module
+
+
+def test_lookahead_without_its_stage_is_refused():
+    module = _lowered_attention()
+    ahead = next(
+        op
+        for op in module.walk()
+        if aref.stage_of(op) == 0 and not aref.is_peeled(op) and op.results
+    )
+    del ahead.attributes[aref.STAGE_ATTR]
+    assert "ring ops under a guard the verifier does not model" in _refusal(module)
+
+
+def test_stage_on_a_guard_that_is_not_the_lookahead_is_refused():
+    module = _lowered_attention()
+    peeled = next(op for op in module.walk() if aref.is_peeled(op))
+    del peeled.attributes[aref.PEELED_ATTR]  # now claims to be an in-loop lookahead
+    assert "a stage-0 lookahead is not guarded by `iv + step < ub`" in _refusal(module)

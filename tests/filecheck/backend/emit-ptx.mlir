@@ -3,6 +3,7 @@
 // (+2 per k16 step, +512 per 64 rows), an accumulator carried by a loop without copies, and
 // the converted, clipped epilogue.
 // RUN: tawa-opt %s -t ptx | filecheck %s
+// RUN: tawa-opt %s -p legalize-nvgpu -t ptx | filecheck %s
 
 // CHECK:      .version 8.0
 // CHECK-NEXT: .target sm_90a

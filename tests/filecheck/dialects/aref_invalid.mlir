@@ -211,3 +211,124 @@ func.func @f() {
   }
   func.return
 }
+
+// -----
+
+// consumed: a lag that holds more uses than the ring has slots
+func.func @f(%r: !aref.ring<[tensor<64xf16>], 2>, %i: i32) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.for %j = %i to %i step %i : i32 {
+        // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:9: error: 'aref.consumed' lag must be in 0..1 (below the ring depth 2), got 2
+        aref.consumed %r[%j] lag(2) : !aref.ring<[tensor<64xf16>], 2>
+      }
+    }
+  }
+  func.return
+}
+
+// -----
+
+// consumed: a negative lag
+func.func @f(%r: !aref.ring<[tensor<64xf16>], 2>, %i: i32) {
+  // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:3: error: 'aref.consumed' lag must be in 0..1 (below the ring depth 2), got -1
+  aref.consumed %r[%i] lag(-1) : !aref.ring<[tensor<64xf16>], 2>
+  func.return
+}
+
+// -----
+
+// consumed: a lagged release outside any loop
+func.func @f(%r: !aref.ring<[tensor<64xf16>], 2>, %i: i32) {
+  // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:3: error: 'aref.consumed' with a lag must be inside a loop
+  aref.consumed %r[%i] lag(1) : !aref.ring<[tensor<64xf16>], 2>
+  func.return
+}
+
+// -----
+
+// drain: nothing to drain without a lag
+func.func @f(%r: !aref.ring<[tensor<64xf16>], 2>, %i: i32) {
+  // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:3: error: 'aref.drain' lag must be at least 1, got 0
+  aref.drain %r[%i, %i] lag(0) : !aref.ring<[tensor<64xf16>], 2>
+  func.return
+}
+
+// -----
+
+// drain: a lag the ring cannot hold
+func.func @f(%r: !aref.ring<[tensor<64xf16>], 2>, %i: i32) {
+  // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:3: error: 'aref.drain' lag must be in 0..1 (below the ring depth 2), got 3
+  aref.drain %r[%i, %i] lag(3) : !aref.ring<[tensor<64xf16>], 2>
+  func.return
+}
+
+// -----
+
+// stage: only stage 0 (the stage issued ahead) is written
+func.func @f(%c: i1) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'scf.if': tawa.stage must be 0 : i32 (the stage ahead)
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.if %c {
+      } {tawa.stage = 2 : i32}
+    }
+  }
+  func.return
+}
+
+// -----
+
+// stage: on an op that is not a guard
+func.func @f(%a: i32) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'arith.addi' with tawa.stage must be an 'scf.if' (the stage's guard)
+    aref.group consumer warpgroups(1) registers(232) {
+      %b = arith.addi %a, %a {tawa.stage = 0 : i32} : i32
+    }
+  }
+  func.return
+}
+
+// -----
+
+// stage: a lookahead outside any loop body
+func.func @f(%c: i1) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'scf.if' with tawa.stage must be in a loop body (or peeled, before the loop)
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.if %c {
+      } {tawa.stage = 0 : i32}
+    }
+  }
+  func.return
+}
+
+// -----
+
+// stage: a peeled copy with no loop after it
+func.func @f(%c: i1) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'scf.if' with tawa.stage peeled must precede the loop it was peeled from
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.if %c {
+      } {tawa.stage = 0 : i32, tawa.peeled}
+    }
+  }
+  func.return
+}

@@ -68,3 +68,46 @@ func.func @gemm_ws(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<64x128xf
 // GENERIC: "aref.warpgroup_index"() : () -> i32
 // GENERIC: %x, %y = "aref.get"(%ring, %j)
 // GENERIC: "aref.consumed"(%ring, %j)
+
+// The schedule as data: a lagged release and the drain of mma-lag, the stage-0 copies of
+// software-pipeline (in the loop, and peeled in front of it).
+// CHECK-LABEL: func.func @schedule
+// CHECK:         %{{.*}} = scf.if %{{.*}} -> (i32) {
+// CHECK:         }{tawa.stage = 0 : i32, tawa.peeled}
+// CHECK:         scf.for %j = %lo to %hi step %one : i32 {
+// CHECK:           %{{.*}} = scf.if %{{.*}} -> (i32) {
+// CHECK:           }{tawa.stage = 0 : i32}
+// CHECK:           aref.consumed %r[%old] lag(2) : !aref.ring<[tensor<64x64xf16>], 3>
+// CHECK:         aref.drain %r[%lo, %hi] lag(2) : !aref.ring<[tensor<64x64xf16>], 3>
+// GENERIC: "aref.consumed"(%r, %old) <{lag = 2 : i32}>
+// GENERIC: "aref.drain"(%r, %lo, %hi) <{lag = 2 : i32}>
+func.func @schedule(%r: !aref.ring<[tensor<64x64xf16>], 3>, %lo: i32, %hi: i32) {
+  %one = arith.constant 1 : i32
+  %two = arith.constant 2 : i32
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    aref.group consumer warpgroups(1) registers(232) {
+      %runs = arith.cmpi slt, %lo, %hi : i32
+      %first = scf.if %runs -> (i32) {
+        scf.yield %lo : i32
+      } else {
+        scf.yield %lo : i32
+      } {tawa.stage = 0 : i32, tawa.peeled}
+      scf.for %j = %lo to %hi step %one : i32 {
+        %next = arith.addi %j, %one : i32
+        %more = arith.cmpi slt, %next, %hi : i32
+        %ahead = scf.if %more -> (i32) {
+          scf.yield %next : i32
+        } else {
+          scf.yield %j : i32
+        } {tawa.stage = 0 : i32}
+        %old = arith.subi %j, %two : i32
+        aref.consumed %r[%old] lag(2) : !aref.ring<[tensor<64x64xf16>], 3>
+      }
+      aref.drain %r[%lo, %hi] lag(2) : !aref.ring<[tensor<64x64xf16>], 3>
+    }
+  }
+  func.return
+}

@@ -39,7 +39,7 @@ func.func private @f(!nvgpu.fragment<wgmma_row, 64x64xf32>)
 // -----
 
 func.func private @f(!nvgpu.fragment<wgmma_acc, 32x64xf32>)
-// CHECK: !nvgpu.fragment rows must be a positive multiple of 64, got 32
+// CHECK: !nvgpu.fragment<wgmma_acc> rows must be a positive multiple of 64, got 32
 
 // -----
 
@@ -480,3 +480,49 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<64x64xbf1
   func.return
 }
 // CHECK: error: 'nvgpu.fragment_store_global' element types differ: f32 into bf16 (convert first)
+
+// === plans written by legalize-nvgpu
+
+// -----
+
+%buf = nvgpu.smem_alloc {offset = 512 : i32} : !nvgpu.smem<1x64x64xf16, swizzle 128>
+// CHECK: error: 'nvgpu.smem_alloc' offset must be a non-negative multiple of 1024, got 512
+
+// -----
+
+%bars = nvgpu.mbarrier_alloc {offset = 4 : i32} : !nvgpu.mbarrier<2>
+// CHECK: error: 'nvgpu.mbarrier_alloc' offset must be a non-negative multiple of 8, got 4
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<1x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %c0: i32) {
+  %r = nvgpu.wgmma_mma_async %a[%c0], %a[%c0], %acc {b_desc_bits = 1 : i64, b_desc_steps = array<i64: 0, 2>} : !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' b_desc_steps needs one step per wgmma instruction (4), got 2
+
+// -----
+
+func.func @f(%a: !nvgpu.smem<1x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %c0: i32) {
+  %r = nvgpu.wgmma_mma_async %a[%c0], %a[%c0], %acc {a_desc_bits = 1 : i64} : !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.wgmma_mma_async' needs both a_desc_bits and a_desc_steps, or neither
+
+// -----
+
+func.func @f(%d: !tile.desc<64x64xf16>, %i: i32) {
+  %buf = nvgpu.smem_alloc : !nvgpu.smem<1x64x64xf16, swizzle 128>
+  %bars = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<1>
+  nvgpu.tma_load %d[%i, %i] -> %buf[%i], %bars[%i] {box_smem_offsets = array<i32: 0, 8192>, box_col_offsets = array<i32: 0>} : !tile.desc<64x64xf16>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.mbarrier<1>
+  func.return
+}
+// CHECK: error: 'nvgpu.tma_load' needs box_smem_offsets and box_col_offsets of one equal, positive length, or neither
+
+// -----
+
+func.func @f(%s: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %fill: f32, %n: i32) {
+  %m = nvgpu.fragment_mask %s, %fill where [%n] {row_coefficients = array<i32: 0>, col_coefficients = array<i32: 1>, skip_corners = array<i32: 63, 0>} : !nvgpu.fragment<wgmma_acc, 64x64xf32>, f32
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_mask' skip_corners needs one value per condition (1), got 2

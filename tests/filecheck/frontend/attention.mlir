@@ -1,9 +1,11 @@
-// The tile IR the frontend generates for examples/attention.py: the inlined @jit inner loop
-// carries (l_i, acc, m_i); CAUSAL (a constexpr) bounds the key loop at the diagonal and adds
-// the causal mask, and the non-causal kernel has neither.
+// The tile IR the frontend generates for the library attention (tawa_xdsl/kernels/attention.py,
+// launched by examples/attention.py): the inlined @jit inner loop carries (l_i, acc, m_i);
+// CAUSAL (a constexpr) bounds the key loop at the diagonal and adds the causal mask, and the
+// non-causal kernel has neither.
 // RUN: tawa compile %examples/attention.py --kernel attn_fwd --constexpr HEAD_DIM=64 --constexpr BLOCK_M=128 --constexpr BLOCK_N=64 --constexpr CAUSAL=False --signature 'desc<1x128x64xf16>,desc<1x64x64xf16>,desc<1x64x64xf16>,desc<1x128x64xf16>,i32,f32' | filecheck %s --check-prefixes=CHECK,FULL
 // RUN: tawa compile %examples/attention.py --kernel attn_fwd --constexpr HEAD_DIM=64 --constexpr BLOCK_M=128 --constexpr BLOCK_N=64 --constexpr CAUSAL=True --signature 'desc<1x128x64xf16>,desc<1x64x64xf16>,desc<1x64x64xf16>,desc<1x128x64xf16>,i32,f32' | filecheck %s --check-prefixes=CHECK,CAUSAL
 // RUN: tawa compile %examples/attention.py --kernel attn_fwd --constexpr HEAD_DIM=128 --constexpr BLOCK_M=128 --constexpr BLOCK_N=64 --constexpr CAUSAL=True --signature 'desc<1x128x128xf16>,desc<1x64x128xf16>,desc<1x64x128xf16>,desc<1x128x128xf16>,i32,f32' | tawa-opt | filecheck %s --check-prefix=D128
+// RUN: tawa compile %examples/attention.py --kernel attn_fwd --constexpr HEAD_DIM=64 --constexpr BLOCK_M=128 --constexpr BLOCK_N=64 --constexpr CAUSAL=False --signature 'desc<1x128x64xbf16>,desc<1x64x64xbf16>,desc<1x64x64xbf16>,desc<1x128x64xbf16>,i32,f32' | filecheck %s --check-prefix=BF16
 
 // CHECK-LABEL: func.func @attn_fwd(%q_desc: !tile.desc<1x128x64xf16>, %k_desc: !tile.desc<1x64x64xf16>, %v_desc: !tile.desc<1x64x64xf16>, %o_desc: !tile.desc<1x128x64xf16>, %seq: i32, %sm_scale: f32) {
 // CHECK:         %head = tile.program_id 1 : i32
@@ -52,3 +54,8 @@
 
 // D128: tile.dot %q, %{{.*}}, %{{.*}} : tensor<128x128xf16>, tensor<128x64xf16> -> tensor<128x64xf32>
 // D128: tile.dot %{{.*}}, %v, %{{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
+
+// bf16 descriptors: the same program, P and O rounded to bf16 (the descriptors' type).
+// BF16:        tile.convert %p : tensor<128x64xf32> -> tensor<128x64xbf16>
+// BF16:        tile.dot %{{.*}}, %v, %{{.*}} : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
+// BF16:        tile.convert %out : tensor<128x64xf32> -> tensor<128x64xbf16>

@@ -4,7 +4,7 @@
 // RUN: not tawa-run %s --grid 2 --args x=arange:8x4 o=zeros:8x4 2>&1 | filecheck %s --check-prefix=COUNT
 // RUN: not tawa-run %s --grid 2 --args x=arange:8x4:f16 o=zeros:8x4 1 2>&1 | filecheck %s --check-prefix=DTYPE
 // RUN: not tawa-run %s --grid 2 --args x=arange:8by4 o=zeros:8x4 1 2>&1 | filecheck %s --check-prefix=SPEC
-// RUN: tawa-run %examples/gemm.mlir --grid 6 --args a=randn:300x100 b=randn:200x100 c=zeros:300x200 m=300 n=200 k=100 | filecheck %s --check-prefix=GEMM
+// RUN: tawa-run %examples/gemm.mlir --grid 6 --args a_desc=randn:300x100 b_desc=randn:200x100 c_desc=zeros:300x200 m=300 n=200 k=100 | filecheck %s --check-prefix=GEMM
 
 // Each of the grid's two programs scales 4 rows of x by s and stores them to o.
 // CHECK: o: 8x4 float32 sum=248 mean=7.75 min=0 max=15.5 nan=0 sha256={{[0-9a-f]+$}}
@@ -13,7 +13,7 @@
 // COUNT: tawa-run: {{.*}}tawa_run.mlir:[[# @LINE + 4]]:1: error: @scale takes 3 arguments, got 2
 // DTYPE: tawa-run: {{.*}}tawa_run.mlir:[[# @LINE + 3]]:1: error: @scale argument 0 (!tile.desc<4x4xf32>): expected a float32 array, got float16
 // SPEC: tawa-run: error: --args: argument 0 ('x=arange:8by4'): bad shape '8by4' (expected sizes joined by 'x', such as 300x100)
-// GEMM: c: 300x200 float16 sum={{.*}} nan=0 sha256={{[0-9a-f]+$}}
+// GEMM: c_desc: 300x200 float16 sum={{.*}} nan=0 sha256={{[0-9a-f]+$}}
 func.func @scale(%x: !tile.desc<4x4xf32>, %o: !tile.desc<4x4xf32>, %s: f32) {
   %c0 = arith.constant 0 : i32
   %c4 = arith.constant 4 : i32

@@ -1,7 +1,7 @@
 // distribute: one aref.group per warp group, each with its own ops and the same loops.
-// RUN: tawa-opt %examples/gemm.mlir -p 'partition,insert-aref{depth=3},distribute' | filecheck %s
+// RUN: tawa-opt %examples/gemm.mlir -p 'partition,insert-aref,ring-depth{stages=3},distribute' | filecheck %s
 // RUN: tawa-opt %examples/attention.mlir -p 'partition,insert-aref,distribute' | filecheck %s --check-prefix=ATTN
-// RUN: tawa-opt %s -p 'partition,insert-aref{depth=1},distribute' | filecheck %s --check-prefix=ZERO
+// RUN: tawa-opt %s -p 'partition,insert-aref,distribute' | filecheck %s --check-prefix=ZERO
 
 // CHECK:      func.func @gemm(
 // CHECK-NEXT:   %a_b_ring = aref.create : !aref.ring<[tensor<128x64xf16>, tensor<128x64xf16>], 3>

@@ -1,10 +1,11 @@
 // insert-aref: producer -> consumer edges become rings with put / get / consumed, and each
-// ring's use counter is threaded through the enclosing loops.
-// RUN: tawa-opt %examples/gemm.mlir -p 'partition,insert-aref{depth=3}' | filecheck %s --check-prefix=GEMM
+// ring's use counter is threaded through the enclosing loops. Every ring gets one slot
+// (ring-depth sets the depth).
+// RUN: tawa-opt %examples/gemm.mlir -p 'partition,insert-aref' | filecheck %s --check-prefix=GEMM
 // RUN: tawa-opt %examples/attention.mlir -p 'partition,insert-aref' | filecheck %s --check-prefix=ATTN
-// RUN: tawa-opt %s --split-input-file -p 'partition,insert-aref{depth=1}' | filecheck %s
+// RUN: tawa-opt %s --split-input-file -p 'partition,insert-aref' | filecheck %s
 
-// GEMM:      %a_b_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<128x64xf16>, tensor<128x64xf16>], 3>
+// GEMM:      %a_b_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<128x64xf16>, tensor<128x64xf16>], 1>
 // GEMM-NEXT: %use0 = arith.constant {aref.role = "both"} 0 : i32
 // GEMM-NEXT: %use1 = arith.constant {aref.role = "both"} 1 : i32
 // GEMM:      %acc, %i = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%acc_iter = %acc0, %i_1 = %use0) -> (tensor<128x128xf32>, i32) : i32 {
@@ -21,8 +22,8 @@
 // Q is used once per program (depth 1) and released after the loop that reads it; K and V
 // feed different dots, so they get separate rings.
 // ATTN:      %q3_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<1x128x64xf16>], 1>
-// ATTN-NEXT: %k3_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<1x64x64xf16>], 2>
-// ATTN-NEXT: %v3_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<1x64x64xf16>], 2>
+// ATTN-NEXT: %k3_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<1x64x64xf16>], 1>
+// ATTN-NEXT: %v3_ring = aref.create {aref.role = "both"} : !aref.ring<[tensor<1x64x64xf16>], 1>
 // ATTN:      aref.put %q3_ring[%use0], %q3
 // ATTN:      scf.for %start_n = %c0 to %seq step %block_n iter_args(%acc_i = %acc0, %l_i = %l0, %m_i = %m0, %i_2 = %use0, %i_3 = %use0)
 // ATTN:        aref.put %k3_ring[%i_2], %k3

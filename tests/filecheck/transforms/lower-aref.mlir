@@ -106,3 +106,47 @@ func.func @register_payload(%n: i32) {
   }
   func.return
 }
+
+// A release lagged by 1 (mma-lag): the arrive carries the lag for lower-to-nvgpu and the
+// verifier; the drain becomes the loop of the uses still held, marked with its lag.
+// CHECK-LABEL: func.func @lagged
+// CHECK:        scf.if %late {
+// CHECK-NEXT:     %[[D:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:     %[[LS:.*]] = arith.remui %old, %[[D]] : i32
+// CHECK-NEXT:     nvgpu.mbarrier_arrive %held_empty[%[[LS]]] {tawa.lag = 1 : i32} : !nvgpu.mbarrier<3>
+// CHECK:        %lag = arith.constant 1 : i32
+// CHECK-NEXT:   %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:   %[[BACK:.*]] = arith.subi %k_tiles, %lag : i32
+// CHECK-NEXT:   %drain_from = arith.maxsi %[[BACK]], %c0 : i32
+// CHECK-NEXT:   scf.for %j_1 = %drain_from to %k_tiles step %[[ONE]] : i32 {
+// CHECK-NEXT:     %[[DD:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:     %[[DS:.*]] = arith.remui %j_1, %[[DD]] : i32
+// CHECK-NEXT:     nvgpu.mbarrier_arrive %held_empty[%[[DS]]] : !nvgpu.mbarrier<3>
+// CHECK-NEXT:   } {tawa.drain = 1 : i32}
+// CHECK-NOT:    aref.drain
+func.func @lagged(%a_desc: !tile.desc<64x64xf16>, %k_tiles: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %held = aref.create : !aref.ring<[tensor<64x64xf16>], 3>
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      scf.for %i = %c0 to %k_tiles step %c1 : i32 {
+        %a = tile.load %a_desc[%c0, %i] : !tile.desc<64x64xf16> -> tensor<64x64xf16>
+        aref.put %held[%i], %a : !aref.ring<[tensor<64x64xf16>], 3>, tensor<64x64xf16>
+      }
+    }
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.for %j = %c0 to %k_tiles step %c1 : i32 {
+        %x = aref.get %held[%j] : !aref.ring<[tensor<64x64xf16>], 3> -> tensor<64x64xf16>
+        %one = arith.constant 1 : i32
+        %old = arith.subi %j, %one : i32
+        %late = arith.cmpi sge, %j, %one : i32
+        scf.if %late {
+          aref.consumed %held[%old] lag(1) : !aref.ring<[tensor<64x64xf16>], 3>
+        }
+      }
+      aref.drain %held[%c0, %k_tiles] lag(1) : !aref.ring<[tensor<64x64xf16>], 3>
+    }
+  }
+  func.return
+}

@@ -1,7 +1,7 @@
 // persistent: the kernel loops over logical tiles; run before partition, the tile loop is a
 // `both` loop around the K loop and the ring counter is carried through both loops.
 // RUN: tawa-opt %examples/gemm.mlir -p persistent | filecheck %s
-// RUN: tawa-opt %examples/gemm.mlir -p 'persistent,partition,insert-aref{depth=2}' | filecheck %s --check-prefix=NEST
+// RUN: tawa-opt %examples/gemm.mlir -p 'persistent,partition,insert-aref,ring-depth{stages=2}' | filecheck %s --check-prefix=NEST
 // RUN: tawa-opt %examples/attention.mlir -p persistent | filecheck %s --check-prefix=ATTN
 
 // CHECK:      func.func @gemm(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<128x64xf16>, %c_desc: !tile.desc<128x128xf16>, %m: i32, %n: i32, %k: i32, %grid_x: i32, %grid_y: i32, %grid_z: i32) {

@@ -16,7 +16,7 @@
 // CHECK:                aref.get %a_b_ring
 // CHECK:                tile.extract_slice
 // CHECK:                scf.if %full {
-// CHECK:              scf.for %j = %drain_from to
+// CHECK:              aref.drain %a_b_ring[%{{.*}}] lag(1)
 // CHECK:              tile.store_slice %c_desc
 
 // ATTN:      aref.group consumer warpgroups(2) registers(232) {

@@ -1,5 +1,7 @@
-// lower-to-nvgpu on the causal attention forward (examples/attention_causal.mlir through the
-// warp-specialization pipeline): 1x..x.. boxes fill 2-D slots; S = Q K^T is an SS wgmma on this
+// lower-to-nvgpu on whole programs of examples/ through the warp-specialization pipeline (the
+// hand-written mbarrier-level forms are in lower-to-nvgpu.mlir).
+//
+// The causal attention forward (examples/attention_causal.mlir): 1x..x.. boxes fill 2-D slots; S = Q K^T is an SS wgmma on this
 // warpgroup's 64 rows of Q (the peeled one waited before its K slot is released; the in-loop
 // lookahead QK^T(j+1) stays in flight under softmax(j), `wait_group 0` after P V(j), then the
 // K(j+1) release; in the last iteration the lookahead yields an undefined fragment, since
@@ -10,6 +12,8 @@
 // divides by the row sum and stores through the rank-3 descriptor.
 // RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' | filecheck %s
 // RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' -t ptx | filecheck %s --check-prefix=PTX
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu{epilogue=tma}' | filecheck %s --check-prefix=TMA
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu{epilogue=tma}' -t ptx | filecheck %s --check-prefix=TMA-PTX
 
 // CHECK:     func.func @attention_causal({{.*}}) attributes {nvgpu.threads = 384 : i32}
 // CHECK:     %q3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<1x128x64xf16, swizzle 128>
@@ -77,3 +81,21 @@
 // PTX: cvt.rn.f16x2.f32
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, {%frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}, %frag_b32_{{[0-9]+}}}, %desc_b64_{{[0-9]+}}, 1, 1, 1, 1;
 // PTX: st.global.b32
+
+// With `epilogue=tma` the same epilogue ends in the TMA store, as a GEMM's does: the rank-3
+// output descriptor is re-blocked to the box 1x64x64, each consumer warpgroup stages its 64
+// rows in its own slot, and thread 0 of each stores them at (head, its first row, 0).
+// TMA:       func.func @attention_causal({{.*}}, %o_desc: !tile.desc<1x64x64xf16>,
+// TMA:       %c_stage = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+// TMA:       %o16 = nvgpu.fragment_convert %o
+// TMA:       nvgpu.named_barrier_sync 2, 256
+// TMA-NEXT:  nvgpu.fragment_store %o16, %c_stage[%[[SLOT:.*]]] :
+// TMA-NEXT:  nvgpu.fence_proxy_async
+// TMA-NEXT:  nvgpu.named_barrier_sync 2, 256
+// TMA-NEXT:  scf.if %is_t0 {
+// TMA-NEXT:    nvgpu.tma_store %o_desc[%head_1, %{{.*}}, %c0_1], %c_stage[%[[SLOT]]]
+// TMA-NEXT:    nvgpu.tma_store_commit
+// TMA-NOT:   nvgpu.fragment_store_global
+// TMA:       func.return
+// TMA-PTX:   cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group
+// TMA-PTX-NOT: st.global

@@ -1,0 +1,57 @@
+"""emit-ptx: print a legalized nvgpu-level kernel (nvgpu + arith/scf on scalars) as PTX text.
+
+The printer is split by hardware unit: `kernel` (params, smem placement, registers, control
+flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads` and `fragment`. Each family
+module registers its handlers (op class -> function); `HANDLERS` is their union, and an op no
+family knows is refused with an error naming it. Run `legalize-nvgpu` first (the `ptx` target
+does): it writes into the IR what the printer would otherwise have to decide.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from tawa_xdsl.backend.emit_ptx import fragment, mbarrier, threads, tma, wgmma
+from tawa_xdsl.backend.emit_ptx.kernel import (
+    CONTROL,
+    EmitError,
+    Handlers,
+    KernelParam,
+    KernelPrinter,
+    SmemPlan,
+    kernel_params,
+)
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
+
+HANDLERS = CONTROL.merged(
+    mbarrier.HANDLERS, tma.HANDLERS, wgmma.HANDLERS, threads.HANDLERS, fragment.HANDLERS
+)
+
+__all__ = [
+    "HANDLERS",
+    "EmitError",
+    "Handlers",
+    "KernelParam",
+    "KernelPrinter",
+    "SmemPlan",
+    "emit_ptx",
+    "kernel_params",
+]
+
+
+def emit_ptx(module: ModuleOp) -> str:
+    """The PTX text of every kernel of `module` (normally one)."""
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if not kernels:
+        raise EmitError("emit-ptx: the module has no func.func kernel")
+    for kernel in kernels:
+        need = SmemPlan.of(kernel).bytes
+        if need > SM90_MAX_SMEM_BYTES:
+            raise EmitError(
+                f"emit-ptx: @{kernel.sym_name.data} needs {need} bytes of shared memory; an "
+                f"sm_90 block may use at most {SM90_MAX_SMEM_BYTES}"
+            )
+    texts = [KernelPrinter(kernel, HANDLERS).print() for kernel in kernels]
+    header_end = texts[0].index(".visible")
+    return texts[0] + "".join(t[header_end:] for t in texts[1:])

@@ -1,0 +1,475 @@
+"""emit-ptx for fragments: register-by-register math, converts, row reductions, shuffles,
+masks, selects, and the loads and stores of fragments (§4.4, §6).
+
+Which element a register holds comes from the fragment's layout object: a store or mask
+prints the thread's origin once (`KernelPrinter.lane_origin`, the layout's own formula on
+`%tid.x`) and adds each value's constant offset (`value_offset`). The branch over an unmasked
+tile is the one `legalize-nvgpu` planned (`skip_corners`)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import Float32Type
+from xdsl.ir import BlockArgument, Operation
+
+from tawa_xdsl.backend.emit_ptx.kernel import (
+    Handlers,
+    KernelPrinter,
+    arg_name,
+    fail,
+    frag_type,
+    half_name,
+    packed,
+)
+from tawa_xdsl.backend.ptx import Reg, f32_hex
+from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import WGMMA_ROW, FragmentLayout, FragmentType, SmemType
+from tawa_xdsl.dialects.tile import ComparePredicate, DescType
+
+HANDLERS = Handlers()
+
+FRAGMENT_BINARY = {
+    nvgpu.BinaryKind.ADD: "add.f32",
+    nvgpu.BinaryKind.SUB: "sub.f32",
+    nvgpu.BinaryKind.MUL: "mul.f32",
+    nvgpu.BinaryKind.DIV: "div.rn.f32",
+    nvgpu.BinaryKind.MAX: "max.f32",
+    nvgpu.BinaryKind.MIN: "min.f32",
+}
+# `ne` is the unordered `neu` (true with a NaN, as numpy's `!=`); the others are ordered.
+SETP_F32 = {
+    ComparePredicate.EQ: "eq",
+    ComparePredicate.NE: "neu",
+    ComparePredicate.LT: "lt",
+    ComparePredicate.LE: "le",
+    ComparePredicate.GT: "gt",
+    ComparePredicate.GE: "ge",
+}
+
+
+def fragment_splat(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.FragmentSplatOp)
+    ty = frag_type(op.result)
+    if packed(ty):
+        raise fail(op, f"of 16-bit elements is not supported ({ty})")
+    source = p.consts.get(op.value)
+    src: Reg | str = f32_hex(source) if isinstance(source, float) else p.reg(op.value)
+    for r in p.frag(op.result):
+        p.b.mov("f32", r, src)
+
+
+def fragment_undef(p: KernelPrinter, op: Operation) -> None:
+    p.frag(op.results[0])  # declared, never written
+
+
+def fragment_binary(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.FragmentBinaryOp)
+    if packed(frag_type(op.result)):
+        raise fail(op, "of 16-bit elements is not supported (compute in f32)")
+    mnemonic = FRAGMENT_BINARY[op.kind.data]
+    for d, x, y in zip(p.frag(op.result), p.frag(op.lhs), p.frag(op.rhs), strict=True):
+        p.b.binary(mnemonic, d, x, y)
+
+
+def fragment_unary(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.FragmentUnaryOp)
+    if packed(frag_type(op.result)):
+        raise fail(op, "of 16-bit elements is not supported (compute in f32)")
+    for d, x in zip(p.frag(op.result), p.frag(op.source), strict=True):
+        if op.kind.data == nvgpu.UnaryKind.EXP2:
+            p.b.ex2_approx_ftz_f32(d, x)
+        elif op.kind.data == nvgpu.UnaryKind.LOG2:
+            p.b.lg2_approx_ftz_f32(d, x)
+        else:
+            p.b.emit(f"neg.f32 {d}, {x}")
+
+
+def fragment_convert(p: KernelPrinter, op: Operation) -> None:
+    """f32 -> f16/bf16 pairs: register k packs values 2k (low) and 2k + 1 (high);
+    f16/bf16 -> f32 unpacks them again (exact)."""
+    assert isinstance(op, nvgpu.FragmentConvertOp)
+    src_ty, dst_ty = frag_type(op.source), frag_type(op.result)
+    src, dst = p.frag(op.source), p.frag(op.result)
+    if src_ty.element_type == dst_ty.element_type:
+        p.copy(dst, src)
+        return
+    if packed(src_ty) and isinstance(dst_ty.element_type, Float32Type):
+        _unpack_halves(p, half_name(src_ty.element_type), dst, src)
+        return
+    if not isinstance(src_ty.element_type, Float32Type) or not packed(dst_ty):
+        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16 only)")
+    half = half_name(dst_ty.element_type)
+    for k, d in enumerate(dst):
+        p.b.cvt_rn_x2_f32(half, d, src[2 * k + 1], src[2 * k])
+
+
+def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) -> None:
+    """dst[2k], dst[2k + 1] = the low and high half of src[k], widened to f32."""
+    for k, pair in enumerate(src):
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
+        p.b.cvt("f32", half, dst[2 * k], lo)
+        p.b.cvt("f32", half, dst[2 * k + 1], hi)
+
+
+def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.FragmentRowReduceOp)
+    src_ty = frag_type(op.source)
+    if packed(src_ty):
+        raise fail(op, "of 16-bit elements is not supported")
+    mnemonic = "max.f32" if str(op.kind.data) == "max" else "add.f32"
+    src, dst = p.frag(op.source), p.frag(op.result)
+    cols = src_ty.get_shape()[1]
+    started: set[int] = set()
+    for i, r in enumerate(src):
+        j = WGMMA_ROW.acc_value_row(i, cols)
+        if j in started:
+            p.b.binary(mnemonic, dst[j], dst[j], r)
+        else:
+            p.b.mov("f32", dst[j], r)
+            started.add(j)
+
+
+def shuffle_xor(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.ShuffleXorOp)
+    for d, s in zip(p.frag(op.result), p.frag(op.source), strict=True):
+        tmp = p.b.new("b32")
+        p.b.mov("b32", tmp, s)
+        p.b.shfl_sync_bfly(tmp, tmp, op.mask.value.data)
+        p.b.mov("b32", d, tmp)
+
+
+def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
+    assert isinstance(op, nvgpu.FragmentBroadcastRowsOp)
+    src, dst = p.frag(op.source), p.frag(op.result)
+    cols = frag_type(op.result).get_shape()[1]
+    for i, d in enumerate(dst):
+        p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
+
+
+def _pairs(ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
+    """(first value index, registers) of each adjacent-column pair of an accumulator."""
+    if packed(ty):
+        return [(2 * k, [r]) for k, r in enumerate(regs)]
+    return [(2 * k, [regs[2 * k], regs[2 * k + 1]]) for k in range(len(regs) // 2)]
+
+
+def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
+    """st.global of each column pair, dropping pairs outside the tensor. Through a rank > 2
+    descriptor the leading offsets select the 2-D plane (the base pointer moves by
+    offset_d * stride_d); rows and columns of that plane are clipped.
+
+    Pairs never straddle the last column: a TMA-describable tensor has rows of a multiple
+    of 16 bytes, hence an even column count (and pair columns are even)."""
+    assert isinstance(op, nvgpu.FragmentStoreGlobalOp)
+    ty, desc = frag_type(op.value), op.desc.type
+    assert isinstance(desc, DescType)
+    if ty.kind not in (FragmentLayout.WGMMA_ACC, FragmentLayout.WGMMA_ROW):
+        raise fail(op, f"needs a wgmma_acc or wgmma_row fragment, got {ty}")
+    if not isinstance(op.desc, BlockArgument) or op.desc.owner is not p.kernel.body.block:
+        raise fail(op, "needs a descriptor that is a kernel argument")
+    if ty.kind == FragmentLayout.WGMMA_ROW:
+        _store_rows(p, op, ty)
+        return
+    b, name, lead = p.b, arg_name(op.desc), desc.rank - 2
+    eb = nvgpu.element_bytes(ty.element_type)
+    rows, cols = ty.get_shape()
+    b.comment(f"store the {rows}x{cols} fragment to %{name}, clipped to its extent")
+    dim0, dim1, stride, ptr = _plane(p, op, eb)
+    row, col = p.lane_origin(ty)
+    b.binary("add.s32", row, row, p.operand(op.offsets[lead]))
+    b.binary("add.s32", col, col, p.operand(op.offsets[lead + 1]))
+    col_ok = []
+    for j in range(cols // 8):
+        in_cols = b.new("pred")
+        b.setp("lt", "s32", in_cols, col, dim1 if j == 0 else _minus(p, dim1, 8 * j))
+        col_ok.append(in_cols)
+    ptx_ty = "f32" if eb == 4 else "b32"
+    regs = p.frag(op.value)
+    for block in range(rows // 64):
+        for half in (0, 8):
+            r = b.new("b32")
+            b.binary("add.s32", r, row, 64 * block + half)
+            row_ok = b.new("pred")
+            b.setp("lt", "s32", row_ok, r, dim0)
+            addr = b.new("b64")
+            lin = b.new("b32")
+            b.emit(f"mad.lo.s32 {lin}, {r}, {stride}, {col}")
+            b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
+            b.binary("add.s64", addr, addr, ptr)
+            for first, pair in _pairs(ty, regs):
+                i = first - block * (cols // 2)
+                if not 0 <= i < cols // 2 or ((i >> 1) & 1) * 8 != half:
+                    continue
+                j = i >> 2
+                ok = b.new("pred")
+                b.binary("and.pred", ok, row_ok, col_ok[j])
+                b.st_global(ptx_ty, addr, pair, offset=8 * j * eb, pred=str(ok))
+
+
+def _plane(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, eb: int) -> tuple[Reg, Reg, Reg, Reg]:
+    """(rows, columns, row stride, base pointer) of the 2-D plane of the descriptor's
+    tensor that the leading offsets select (the pointer moves by offset_d * stride_d)."""
+    b, name, lead = p.b, arg_name(op.desc), len(op.offsets) - 2  # type: ignore[arg-type]
+    dim0, dim1, stride, ptr = b.new("b32"), b.new("b32"), b.new("b32"), b.new("b64")
+    b.emit(f"ld.param.u32 {dim0}, [{name}_dim{lead}]")
+    b.emit(f"ld.param.u32 {dim1}, [{name}_dim{lead + 1}]")
+    b.emit(f"ld.param.u32 {stride}, [{name}_stride{lead}]")
+    b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
+    b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
+    for d in range(lead):  # ptr += offset_d * stride_d * eb
+        lead_stride, wide = b.new("b32"), b.new("b64")
+        b.emit(f"ld.param.u32 {lead_stride}, [{name}_stride{d}]")
+        b.emit(f"mul.lo.s32 {lead_stride}, {lead_stride}, {p.operand(op.offsets[d])}")
+        b.emit(f"mul.wide.s32 {wide}, {lead_stride}, {eb}")
+        b.binary("add.s64", ptr, ptr, wide)
+    return dim0, dim1, stride, ptr
+
+
+def _store_rows(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, ty: FragmentType) -> None:
+    """A row vector along the plane's row `offsets[-2]`, value of query row i at column
+    `offsets[-1] + i`; the four lanes of a quad hold the same rows, the first stores."""
+    b, eb = p.b, nvgpu.element_bytes(ty.element_type)
+    if eb != 4:
+        raise fail(op, f"of a {ty.element_type} row vector is not supported (store f32)")
+    b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
+    dim0, dim1, stride, ptr = _plane(p, op, eb)
+    row, col = p.lane_origin(ty)
+    plane_row = p.operand(op.offsets[-2])
+    lead_ok, first_lane = b.new("pred"), b.new("pred")
+    b.setp("lt", "s32", lead_ok, plane_row, dim0)
+    b.setp("eq", "s32", first_lane, col, 0)
+    b.binary("and.pred", lead_ok, lead_ok, first_lane)
+    base = b.new("b32")
+    b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
+    for value, reg in enumerate(p.frag(op.value)):
+        block, half = divmod(value, 2)
+        target = b.new("b32")
+        b.binary("add.s32", target, row, p.operand(op.offsets[-1]))
+        b.binary("add.s32", target, target, 64 * block + 8 * half)
+        ok = b.new("pred")
+        b.setp("lt", "s32", ok, target, dim1)
+        b.binary("and.pred", ok, ok, lead_ok)
+        lin, addr = b.new("b32"), b.new("b64")
+        b.binary("add.s32", lin, base, row)
+        b.binary("add.s32", lin, lin, 64 * block + 8 * half)
+        b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
+        b.binary("add.s64", addr, addr, ptr)
+        b.st_global("f32", addr, [reg], pred=str(ok))
+
+
+def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:
+    out = p.b.new("b32")
+    p.b.binary("sub.s32", out, reg, amount)
+    return out
+
+
+def fragment_store(p: KernelPrinter, op: Operation) -> None:
+    """st.shared of each column pair into a (swizzled) smem slot, from row `row` on.
+
+    Byte x of a row lies in slab x // span; within the slab, 16-byte chunk c of row r is
+    stored at chunk c ^ (r mod span/16) (the layout TMA reads, hopper-ptx.md §3.2)."""
+    assert isinstance(op, nvgpu.FragmentStoreOp)
+    ty, buf = frag_type(op.value), op.buf.type
+    assert isinstance(buf, SmemType)
+    b = p.b
+    eb = nvgpu.element_bytes(ty.element_type)
+    rows, cols = ty.get_shape()
+    slot_rows = buf.slot_shape[0]
+    row_bytes = cols * eb
+    span = buf.swizzle_bytes or row_bytes
+    slab_bytes = slot_rows * span
+    base_reg = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    row, col = p.lane_origin(ty)
+    if op.row is not None:
+        b.binary("add.s32", row, row, p.operand(op.row))
+    if buf.swizzle_bytes and eb == 2:
+        _fragment_store_swizzled(p, op, base_reg, row, col)
+        return
+    col_bytes = b.new("b32")
+    b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
+    ptx_ty = "f32" if eb == 4 else "b32"
+    regs = p.frag(op.value)
+    for first, pair in _pairs(ty, regs):
+        drow, dcol = ty.layout_object.value_offset((rows, cols), first)
+        r = b.new("b32")
+        b.binary("add.u32", r, row, drow)
+        x = b.new("b32")  # byte within the row
+        b.binary("add.u32", x, col_bytes, dcol * eb)
+        addr = b.new("b32")
+        if buf.swizzle_bytes:
+            slab, chunk, rmod = b.new("b32"), b.new("b32"), b.new("b32")
+            b.binary("div.u32", slab, x, span)
+            b.binary("rem.u32", x, x, span)
+            b.binary("shr.u32", chunk, x, 4)
+            b.binary("and.b32", rmod, r, span // 16 - 1)
+            b.binary("xor.b32", chunk, chunk, rmod)
+            b.binary("and.b32", x, x, 15)
+            b.emit(f"mad.lo.u32 {x}, {chunk}, 16, {x}")
+            b.emit(f"mad.lo.u32 {x}, {slab}, {slab_bytes}, {x}")
+        b.emit(f"mad.lo.u32 {addr}, {r}, {span}, {x}")
+        b.binary("add.u32", addr, addr, base_reg)
+        b.st_shared(ptx_ty, addr, pair)
+
+
+def _fragment_store_swizzled(
+    p: KernelPrinter, op: nvgpu.FragmentStoreOp, base: Reg, row: Reg, col: Reg
+):
+    """`fragment_store` of 16-bit values into a swizzled slot, with the address
+    arithmetic hoisted: a thread's pairs lie in rows row + 8h (h = 0..R/8-1), all with the
+    same r mod 8 (hence the same XOR), and its column bytes stay inside one 16-byte chunk
+    (2 (l & 3) eb < 16 - (8 j eb mod 16) for eb = 2). So each of the span/16 chunks gets
+    one address register, `base + row * span + col * eb + ((c * 16) ^ (row mod 8) * 16)`,
+    and every st.shared is that register plus an immediate."""
+    ty, buf = frag_type(op.value), op.buf.type
+    assert isinstance(buf, SmemType)
+    b = p.b
+    eb = nvgpu.element_bytes(ty.element_type)
+    rows, cols = ty.get_shape()
+    span = buf.swizzle_bytes
+    slab_bytes = buf.slot_shape[0] * span
+    lane = b.new("b32")
+    b.emit(f"mad.lo.u32 {lane}, {row}, {span}, {base}")
+    b.emit(f"mad.lo.u32 {lane}, {col}, {eb}, {lane}")
+    rmod = b.new("b32")
+    b.binary("and.b32", rmod, row, span // 16 - 1)
+    b.binary("shl.b32", rmod, rmod, 4)
+    chunks: dict[int, Reg] = {}
+    regs = p.frag(op.value)
+    for first, pair in _pairs(ty, regs):
+        drow, dcol = ty.layout_object.value_offset((rows, cols), first)
+        x0 = dcol * eb
+        slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
+        if chunk not in chunks:
+            reg = chunks[chunk] = b.new("b32")
+            b.binary("xor.b32", reg, rmod, chunk * 16)
+            b.binary("add.u32", reg, reg, lane)
+        offset = drow * span + slab * slab_bytes + within
+        b.st_shared("b32", chunks[chunk], pair, offset=offset)
+
+
+def fragment_mask(p: KernelPrinter, op: Operation) -> None:
+    """d = (all conditions hold at (row, col)) ? s : fill, value by value."""
+    assert isinstance(op, nvgpu.FragmentMaskOp)
+    b = p.b
+    ty = frag_type(op.source)
+    src, dst = p.frag(op.source), p.frag(op.result)
+    const_fill = p.consts.get(op.fill)
+    fill = f32_hex(const_fill) if isinstance(const_fill, float) else p.reg(op.fill)
+    conditions = op.conditions()
+    # Uniform skip: when every condition holds at the fragment's extreme corner, no value
+    # is masked (every key block but the last one, and the causal diagonal blocks).
+    if op.skip_corners is None:
+        raise fail(op, "has no branch plan; run legalize-nvgpu first")
+    corners = op.skip_corners.get_values()
+    everywhere = b.new("pred")
+    for k, (_, _, bound) in enumerate(conditions):
+        corner = corners[k]
+        holds_k = everywhere if k == 0 else b.new("pred")
+        b.setp("gt", "s32", holds_k, p.operand(bound), corner)
+        if k:
+            b.binary("and.pred", everywhere, everywhere, holds_k)
+    p.copy(dst, src)
+    skip = b.new_label("unmasked")
+    b.bra(skip, pred=str(everywhere))
+    row0, col0 = p.lane_origin(ty)
+    thread_terms: list[Reg] = []
+    for row_k, col_k, bound in conditions:
+        t = b.new("b32")
+        b.binary("mul.lo.s32", t, row0, row_k)
+        b.emit(f"mad.lo.s32 {t}, {col0}, {col_k}, {t}")
+        b.binary("sub.s32", t, t, p.operand(bound))
+        thread_terms.append(t)
+    cached: dict[tuple[int, int], Reg] = {}
+
+    def holds(k: int, offset: int) -> Reg:
+        if (k, offset) not in cached:
+            pred = cached[k, offset] = b.new("pred")
+            b.setp("lt", "s32", pred, thread_terms[k], -offset)
+        return cached[k, offset]
+
+    layout = ty.layout_object
+    for index, (d, s) in enumerate(zip(dst, src, strict=True)):
+        row_off, col_off = layout.value_offset(ty.get_shape(), index)
+        preds = [
+            holds(k, row_k * row_off + col_k * col_off)
+            for k, (row_k, col_k, _) in enumerate(conditions)
+        ]
+        keep = preds[0]
+        if len(preds) > 1:
+            key = (-1 - index, 0)  # not shared: one combined predicate per value
+            keep = cached[key] = b.new("pred")
+            b.binary("and.pred", keep, preds[0], preds[1])
+            for other in preds[2:]:
+                b.binary("and.pred", keep, keep, other)
+        b.selp("f32", d, s, fill, keep)
+    b.label(skip)
+
+
+def fragment_select(p: KernelPrinter, op: Operation) -> None:
+    """d = (lhs <predicate> rhs) ? on_true : on_false, value by value."""
+    assert isinstance(op, nvgpu.FragmentSelectOp)
+    b = p.b
+    cmp = SETP_F32[op.predicate.data]
+    values = zip(
+        p.frag(op.result), p.frag(op.lhs), p.frag(op.rhs), p.frag(op.on_true),
+        p.frag(op.on_false), strict=True,
+    )  # fmt: skip
+    for d, x, y, t, f in values:
+        pred = b.new("pred")
+        b.setp(cmp, "f32", pred, x, y)
+        b.selp("f32", d, t, f, pred)
+
+
+def fragment_load_columns(p: KernelPrinter, op: Operation) -> None:
+    """Every row's values of column group g are the two elements at column
+    `8 g + 2 (l & 3)` of the slot, widened to f32."""
+    assert isinstance(op, nvgpu.FragmentLoadColumnsOp)
+    b = p.b
+    buf, ty = op.buf.type, op.result.type
+    assert isinstance(buf, SmemType) and isinstance(ty, FragmentType)
+    eb = nvgpu.element_bytes(buf.element_type)
+    _, col0 = p.lane_origin(ty)
+    addr = b.new("b32")
+    slot = p.slot_addr(op.buf, op.slot, buf.slot_bytes())
+    base = p.addr_reg(slot)
+    b.emit(f"mad.lo.u32 {addr}, {col0}, {eb}, {base}")
+    dst = p.frag(op.result)
+    cols = ty.get_shape()[1]
+    per_block = cols // 2
+    for g in range(cols // 8):
+        pair = _load_pair(p, buf, addr, 8 * g * eb)
+        for block in range(len(dst) // per_block):
+            for j in range(4):  # values 4g .. 4g + 3: rows r and r + 8, columns +0, +1
+                b.mov("f32", dst[block * per_block + 4 * g + j], pair[j & 1])
+
+
+def _load_pair(p: KernelPrinter, buf: SmemType, addr: Reg, offset: int) -> list[Reg]:
+    """The two adjacent elements at `addr + offset`, as f32 registers."""
+    b = p.b
+    pair = [b.new("f32"), b.new("f32")]
+    if isinstance(buf.element_type, Float32Type):
+        b.emit(f"ld.shared.v2.f32 {{{pair[0]}, {pair[1]}}}, [{addr}+{offset}]")
+        return pair
+
+    packed, lo, hi = b.new("b32"), b.new("b16"), b.new("b16")
+    b.emit(f"ld.shared.b32 {packed}, [{addr}+{offset}]")
+    b.emit(f"mov.b32 {{{lo}, {hi}}}, {packed}")
+    half = half_name(buf.element_type)
+    b.cvt("f32", half, pair[0], lo)
+    b.cvt("f32", half, pair[1], hi)
+    return pair
+
+
+HANDLERS.on(nvgpu.FragmentSplatOp)(fragment_splat)
+HANDLERS.on(nvgpu.FragmentUndefOp)(fragment_undef)
+HANDLERS.on(nvgpu.FragmentBinaryOp)(fragment_binary)
+HANDLERS.on(nvgpu.FragmentUnaryOp)(fragment_unary)
+HANDLERS.on(nvgpu.FragmentConvertOp)(fragment_convert)
+HANDLERS.on(nvgpu.FragmentRowReduceOp)(fragment_row_reduce)
+HANDLERS.on(nvgpu.ShuffleXorOp)(shuffle_xor)
+HANDLERS.on(nvgpu.FragmentBroadcastRowsOp)(fragment_broadcast_rows)
+HANDLERS.on(nvgpu.FragmentStoreOp)(fragment_store)
+HANDLERS.on(nvgpu.FragmentStoreGlobalOp)(fragment_store_global)
+HANDLERS.on(nvgpu.FragmentMaskOp)(fragment_mask)
+HANDLERS.on(nvgpu.FragmentSelectOp)(fragment_select)
+HANDLERS.on(nvgpu.FragmentLoadColumnsOp)(fragment_load_columns)

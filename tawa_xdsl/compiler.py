@@ -1,0 +1,341 @@
+"""The compile driver: tile IR -> PTX, from `CompileOptions`, the only source of options.
+
+    from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
+    kernel = compile_to_ptx(tile_module, CompileOptions(stages=4, mma_depth=2, consumers=2))
+    kernel.ptx                     # the PTX text (.version 8.0, .target sm_90a)
+    kernel.ir["nvgpu"]             # the IR of every level: tile, aref, mbarrier, nvgpu, ptx
+    kernel.launch(grid, a, b, c, M, N, K)          # on the GPU (tawa_xdsl.runtime.launch)
+
+`pipeline(options)` is the one list of passes from the tile level to the nvgpu level, each with
+the level its output is at; `emit_ptx` then prints the nvgpu module. `pipeline_text(options)`
+spells the same list for `tawa-opt -p`, so `tawa-opt k.mlir -p "<pipeline_text>" -t ptx` runs
+exactly what `compile_to_ptx` runs. With `options.verify` the barrier protocol of every ring is
+proved on the mbarrier level before the nvgpu lowering (`verify.check.check_module`).
+
+Options arrive in three spellings, all mapped here: `CompileOptions` fields; launch keywords of
+`@jit` kernels and `autotune.Config`s (`LAUNCH_OPTIONS`: Triton's `num_stages` and
+`num_consumer_groups`, the field name otherwise), read by `options_from_launch`; and the pass
+options of `pipeline_text`. An unknown option is refused in one line naming it.
+
+The compile result `CompiledKernel` is data for the runtime (PTX, entry name, the host value
+of every `.param`, tensor-map boxes, shared memory, threads, the grid rule); launching it is
+the runtime's (`tawa_xdsl.runtime.launch.launch_compiled`). `compile_cached` is
+`compile_to_ptx` through the disk cache (`tawa_xdsl.runtime.cache`): the compile of every
+launch path (`@jit`, `torch.ops.tawa`), so a kernel compiles and is proved once per machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from itertools import groupby
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from tawa_xdsl.backend.emit_ptx import KernelParam, SmemPlan, emit_ptx, kernel_params
+from tawa_xdsl.diagnostics import TawaError, verify_module
+from tawa_xdsl.dialects import make_context, nvgpu
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
+from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.runtime.cache import KernelCache, cache_key
+from tawa_xdsl.runtime.launch import (
+    Dim3,
+    PreparedLaunch,
+    TensorMapInfo,
+    launch_compiled,
+    prepare_compiled,
+)
+from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
+from tawa_xdsl.transforms.lower_aref import LowerArefPass
+from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+from tawa_xdsl.transforms.persistent import persistent_launch
+from tawa_xdsl.transforms.set_registers import SetRegistersPass
+from tawa_xdsl.transforms.smem_budget import SharedMemoryError
+from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
+from tawa_xdsl.verify.check import check_module
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Every option of the compile pipeline (see `pipeline`)."""
+
+    stages: int = 4  # ring depth D
+    mma_depth: int = 2  # MMA depth P
+    consumers: int = 2  # consumer warpgroups cooperating on one tile
+    persistent: bool = False  # one program per SM looping over tiles
+    epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
+    verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
+    # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232).
+    # One producer and `consumers` consumer warpgroups must fit 64K: (p + c * n) * 128 <= 65536.
+    registers: tuple[int, int] | None = None
+    # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers)
+    pingpong: bool = False
+
+    def __post_init__(self) -> None:
+        for option in fields(self):
+            value = getattr(self, option.name)
+            check, what = OPTION_TYPES[option.name]
+            if not check(value):  # ranges are the passes' to check
+                raise TypeError(f"compile option {option.name}: expected {what}, got {value!r}")
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def is_registers(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, tuple) and len(value) == 2 and all(map(is_int, value))
+    )
+
+
+INT, BOOL = (is_int, "an int"), (is_bool, "a bool")
+OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "stages": INT,
+    "mma_depth": INT,
+    "consumers": INT,
+    "persistent": BOOL,
+    "epilogue": (is_str, '"global" or "tma"'),
+    "verify": BOOL,
+    "registers": (is_registers, "None or (producer, consumer) ints"),
+    "pingpong": BOOL,
+}
+
+# Launch keyword -> CompileOptions field: Triton's name where Triton has the option.
+LAUNCH_NAMES = {"stages": "num_stages", "consumers": "num_consumer_groups"}
+LAUNCH_OPTIONS: dict[str, str] = {
+    LAUNCH_NAMES.get(f.name, f.name): f.name for f in fields(CompileOptions)
+}
+# Triton launch options that tawa kernels do not take, and what decides the same thing here.
+NOT_TAWA_OPTIONS = {
+    "num_warps": "the warps follow from num_consumer_groups (one producer warpgroup and "
+    "1 or 2 consumer warpgroups)",
+    "num_ctas": "kernels run one CTA per program (no clusters yet)",
+    "maxnreg": "use registers=(producer, consumer)",
+}
+
+
+def unknown_option(name: str) -> str:
+    """The one line refusing launch option `name`."""
+    if name in NOT_TAWA_OPTIONS:
+        return f"launch option '{name}' is Triton's, not tawa's: {NOT_TAWA_OPTIONS[name]}"
+    return f"unknown launch option '{name}'; launch options: {', '.join(LAUNCH_OPTIONS)}"
+
+
+def options_from_launch(options: Mapping[str, Any]) -> CompileOptions:
+    """CompileOptions from launch keywords (`LAUNCH_OPTIONS`); an option set to None takes
+    its default. TypeError naming the first unknown or ill-typed option."""
+    values = {}
+    for name, value in options.items():
+        if name not in LAUNCH_OPTIONS:
+            raise TypeError(unknown_option(name))
+        if value is None:
+            continue
+        if isinstance(value, list):  # JSON (autotune's disk cache) has no tuples
+            value = tuple(value)
+        check, what = OPTION_TYPES[LAUNCH_OPTIONS[name]]
+        if not check(value):
+            raise TypeError(f"launch option {name}: expected {what}, got {value!r}")
+        values[LAUNCH_OPTIONS[name]] = value
+    return CompileOptions(**values)
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+
+def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
+    """The passes from the tile level to the nvgpu level, in order, each with the level
+    (a key of `CompiledKernel.ir`) its output is at."""
+    return [
+        (
+            "aref",
+            WarpSpecializePass(
+                stages=options.stages,
+                mma_depth=options.mma_depth,
+                consumers=options.consumers,
+                persistent=options.persistent,
+            ),
+        ),
+        *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),
+        ("mbarrier", LowerArefPass()),
+        ("nvgpu", LowerToNvgpuPass(epilogue=options.epilogue, pingpong=options.pingpong)),
+        ("nvgpu", LegalizeNvgpuPass()),
+    ]
+
+
+def pipeline_text(options: CompileOptions) -> str:
+    """`pipeline(options)` as a `tawa-opt -p` pipeline."""
+    return ",".join(str(p.pipeline_pass_spec(include_default=True)) for _, p in pipeline(options))
+
+
+def lower_to_nvgpu_level(
+    module: ModuleOp, options: CompileOptions, ir: dict[str, str] | None = None
+) -> ModuleOp:
+    """`pipeline(options)` on a copy of `module` (returned); the IR of each level ("aref",
+    "mbarrier", "nvgpu") goes into `ir` when given. With `options.verify` the rings are
+    proved once the mbarrier level is reached (a one-line `ProtocolError` otherwise)."""
+    levels = ir if ir is not None else {}
+    ctx = make_context()
+    lowered = module.clone()
+    for level, steps in groupby(pipeline(options), key=lambda step: step[0]):
+        for _, step in steps:
+            step.apply(ctx, lowered)
+            verify_module(lowered)  # a broken op is named by its place, in one line
+        levels[level] = str(lowered)
+        if level == "mbarrier" and options.verify:
+            check_module(lowered)
+    return lowered
+
+
+# --------------------------------------------------------------------------- the result
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel ready to launch: PTX text, entry name, params, smem and grid rules."""
+
+    ptx: str
+    name: str
+    params: list[KernelParam]
+    tensor_maps: dict[int, TensorMapInfo]
+    smem_bytes: int
+    threads: int
+    persistent: bool
+    arg_count: int  # user-visible arguments (persistent kernels take 3 more, appended here)
+    ir: dict[str, str] = field(default_factory=dict)
+
+    def grid(self, grid: Sequence[int] | int, sms: int = 132) -> tuple[Dim3, list[int]]:
+        """The launch grid for the logical `grid`, and the extra trailing arguments."""
+        dims = [grid] if isinstance(grid, int) else list(grid)
+        dims = (dims + [1, 1])[:3]
+        if self.persistent:
+            return persistent_launch(dims, sms)
+        return (dims[0], dims[1], dims[2]), []
+
+    def prepare(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> PreparedLaunch:
+        """`runtime.launch.prepare_compiled`: a launcher with everything packed once."""
+        return prepare_compiled(self, grid, *args, stream=stream)
+
+    def launch(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> None:
+        """`runtime.launch.launch_compiled`: launch on the current GPU."""
+        launch_compiled(self, grid, *args, stream=stream)
+
+
+def tensor_map_info(kernel: func.FuncOp) -> dict[int, TensorMapInfo]:
+    """Box and swizzle of every descriptor argument (128B when its TMA slots are swizzled)."""
+    swizzle: dict[int, int] = {}
+    for op in kernel.walk():
+        if isinstance(op, nvgpu.TmaLoadOp | nvgpu.TmaStoreOp):
+            buf = op.buf.type
+            assert isinstance(buf, nvgpu.SmemType)
+            index = kernel.body.block.args.index(op.desc)  # type: ignore[arg-type]
+            swizzle[index] = buf.swizzle_bytes
+    infos = {}
+    for arg in kernel.body.block.args:
+        if isinstance(arg.type, DescType):
+            box, span = arg.type.get_block_shape(), swizzle.get(arg.index, 0)
+            if span:  # rows wider than the span are copied one 128-byte column slab per box
+                inner = span // nvgpu.element_bytes(arg.type.element_type)
+                box = (*box[:-1], min(box[-1], inner))
+            infos[arg.index] = TensorMapInfo(arg.index, box, span)
+    return infos
+
+
+def compile_to_ptx(
+    module: ModuleOp,
+    options: CompileOptions | None = None,
+    on_stage: Callable[[str, str], None] | None = None,
+) -> CompiledKernel:
+    """Compile a tile-level module holding one kernel; the input module is not modified."""
+    opts = options or CompileOptions()
+    ir: dict[str, str] = {"tile": str(module)}
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(kernels) != 1:
+        raise ValueError(f"compile_to_ptx needs a module with one kernel, got {len(kernels)}")
+    arg_count = len(kernels[0].body.block.args)
+    lowered = lower_to_nvgpu_level(module, opts, ir)
+    kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
+    smem_bytes = SmemPlan.of(kernel).bytes
+    if smem_bytes > SM90_MAX_SMEM_BYTES:  # refused before any PTX is printed
+        raise TawaError(
+            f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
+            f"of shared memory with {opts.stages}-deep rings; an sm_90 block may use at most "
+            f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
+        )
+    ptx = emit_ptx(lowered)
+    ir["ptx"] = ptx
+    if on_stage is not None:
+        for stage, text in ir.items():
+            on_stage(stage, text)
+    threads = kernel.attributes[THREADS_ATTR]
+    return CompiledKernel(
+        ptx=ptx,
+        name=kernel.sym_name.data,
+        params=kernel_params(kernel),
+        tensor_maps=tensor_map_info(kernel),
+        smem_bytes=smem_bytes,
+        threads=threads.value.data,  # type: ignore[attr-defined]
+        persistent=opts.persistent,
+        arg_count=arg_count,
+        ir=ir,
+    )
+
+
+def compile_cached(
+    module: ModuleOp, options: CompileOptions | None = None, cache: KernelCache | None = None
+) -> CompiledKernel:
+    """`compile_to_ptx(module, options)`, read from the disk cache when it holds the kernel.
+
+    The key is the module's text, the options, the compiler version and the target; the entry
+    holds the PTX, the IR of every stage and the launch metadata, so a hit runs no pass and
+    no proof (the entry exists only because the proof of the same IR succeeded)."""
+    opts = options or CompileOptions()
+    key = cache_key(str(module), dataclasses.asdict(opts))
+
+    def build() -> tuple[bytes, Mapping[str, Any]]:
+        kernel = compile_to_ptx(module, opts)
+        return kernel_to_json(kernel).encode(), {"kernel": kernel.name}
+
+    entry = (cache or KernelCache()).get_or_build(key, build)
+    return kernel_from_json(entry.payload.decode())
+
+
+def kernel_to_json(kernel: CompiledKernel) -> str:
+    """A `CompiledKernel` as JSON (every field; tensor maps by argument index)."""
+    record = dataclasses.asdict(kernel)
+    record["tensor_maps"] = list(record["tensor_maps"].values())
+    return json.dumps(record)
+
+
+def kernel_from_json(text: str) -> CompiledKernel:
+    """The `CompiledKernel` that `kernel_to_json` wrote."""
+    record = json.loads(text)
+    maps = [TensorMapInfo(m["arg"], tuple(m["box"]), m["swizzle"]) for m in record["tensor_maps"]]
+    record["params"] = [KernelParam(**p) for p in record["params"]]
+    record["tensor_maps"] = {m.arg: m for m in maps}
+    return CompiledKernel(**record)
+
+
+def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:
+    """The dynamic shared memory (bytes) `compile_to_ptx(module, options)` gives the kernel,
+    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only (rings
+    already too deep are refused at the aref level, which says how much they need)."""
+    try:
+        lowered = lower_to_nvgpu_level(module, replace(options, verify=False))
+    except SharedMemoryError as error:
+        return error.need
+    kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
+    return SmemPlan.of(kernel).bytes

@@ -1,0 +1,534 @@
+"""Fragment ops: math, converts, reductions, shuffles and stores of register tiles (one
+thread's share of a tile spread over a warpgroup in a layout of `layout.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I32,
+    DenseArrayBase,
+    Float32Type,
+    IntegerAttr,
+    i32,
+)
+from xdsl.ir import SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from tawa_xdsl.dialects.nvgpu.types import (
+    FP8_TYPES,
+    BinaryKind,
+    BinaryKindAttr,
+    FragmentLayout,
+    FragmentType,
+    SmemType,
+    UnaryKind,
+    UnaryKindAttr,
+    element_bytes,
+    fragment_type,
+    smem_type,
+    verify_offsets,
+    verify_slot,
+)
+from tawa_xdsl.dialects.tile import (
+    ComparePredicateAttr,
+    DescType,
+    ReduceKind,
+    ReduceKindAttr,
+    format_shape,
+)
+
+
+@irdl_op_definition
+class FragmentSplatOp(IRDLOperation):
+    """A fragment with every element equal to a scalar (`mov` into each register)."""
+
+    name = "nvgpu.fragment_splat"
+
+    value = operand_def()
+    result = result_def(FragmentType)
+
+    assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, value: SSAValue, result_type: FragmentType):
+        super().__init__(operands=[value], result_types=[result_type])
+
+    def verify_(self) -> None:
+        result = fragment_type(self.result)
+        if self.value.type != result.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_splat' scalar type {self.value.type} must equal the element "
+                f"type of {result}"
+            )
+
+
+@irdl_op_definition
+class FragmentUndefOp(IRDLOperation):
+    """A fragment with unspecified contents: its registers are declared, nothing writes them.
+
+    For a value no one reads, where writing it would cost instructions or, worse, define a
+    wgmma accumulator's registers (ptxas then serializes every wgmma, C7515)."""
+
+    name = "nvgpu.fragment_undef"
+
+    result = result_def(FragmentType)
+
+    assembly_format = "attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, result_type: FragmentType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
+class FragmentBinaryOp(IRDLOperation):
+    """Elementwise `lhs <kind> rhs`, register by register (`add.f32`, `sub.f32`, `mul.f32`,
+    `div.rn.f32`, `max.f32`, `min.f32`)."""
+
+    name = "nvgpu.fragment_binary"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    kind = prop_def(BinaryKindAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$kind $lhs `,` $rhs attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: BinaryKind, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(
+            operands=[lhs, rhs], properties={"kind": BinaryKindAttr(kind)}, result_types=[lhs.type]
+        )
+
+
+@irdl_op_definition
+class FragmentUnaryOp(IRDLOperation):
+    """Elementwise `exp2` (`ex2.approx.ftz.f32`), `log2` (`lg2.approx.ftz.f32`) or `neg`
+    (`neg.f32`), register by register."""
+
+    name = "nvgpu.fragment_unary"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    kind = prop_def(UnaryKindAttr)
+    source = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$kind $source attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: UnaryKind, source: SSAValue):
+        super().__init__(
+            operands=[source], properties={"kind": UnaryKindAttr(kind)}, result_types=[source.type]
+        )
+
+    def verify_(self) -> None:
+        et = fragment_type(self.source).element_type
+        kind = self.kind.data
+        if kind in (UnaryKind.EXP2, UnaryKind.LOG2) and not isinstance(et, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_unary' {kind} needs f32 elements (.approx.f32), got {et}"
+            )
+
+
+@irdl_op_definition
+class FragmentConvertOp(IRDLOperation):
+    """Convert every element to another type (`cvt.rn.bf16x2.f32`, `cvt.rn.f16x2.f32`,
+    `cvt.rn.satfinite.e4m3x2.f32`, ...), packing 16-bit results in pairs.
+
+    The layout is kept, except that a wgmma_acc fragment may become a wgmma_operand_a
+    fragment of the same shape: the registers are the same (§4.4)."""
+
+    name = "nvgpu.fragment_convert"
+
+    source = operand_def(FragmentType)
+    result = result_def(FragmentType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, result_type: FragmentType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        relayout = (src.kind, dst.kind) == (
+            FragmentLayout.WGMMA_ACC,
+            FragmentLayout.WGMMA_OPERAND_A,
+        )
+        if src.get_shape() != dst.get_shape() or (src.kind != dst.kind and not relayout):
+            raise VerifyException(
+                f"'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc "
+                f"into wgmma_operand_a), got {src} -> {dst}"
+            )
+
+
+@irdl_op_definition
+class FragmentRowReduceOp(IRDLOperation):
+    """Reduce each row of an accumulator over this thread's own values (`max.f32` /
+    `add.f32` chains); the 4 lanes of a quad still hold partial results, to be combined
+    with `nvgpu.shuffle_xor` 1 and 2."""
+
+    name = "nvgpu.fragment_row_reduce"
+
+    kind = prop_def(ReduceKindAttr)
+    source = operand_def(FragmentType)
+    result = result_def(FragmentType)
+
+    assembly_format = "$kind $source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: ReduceKind, source: SSAValue):
+        src = fragment_type(source)
+        super().__init__(
+            operands=[source],
+            properties={"kind": ReduceKindAttr(kind)},
+            result_types=[FragmentType(FragmentLayout.WGMMA_ROW, [src.rows], src.element_type)],
+        )
+
+    def verify_(self) -> None:
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        expected = FragmentType(FragmentLayout.WGMMA_ROW, [src.rows], src.element_type)
+        if src.kind != FragmentLayout.WGMMA_ACC or dst != expected:
+            raise VerifyException(
+                f"'nvgpu.fragment_row_reduce' reduces a wgmma_acc fragment to its wgmma_row "
+                f"fragment, got {src} -> {dst}"
+            )
+
+
+@irdl_op_definition
+class ShuffleXorOp(IRDLOperation):
+    """Exchange each row value with lane `lane ^ mask`, mask 1 or 2 within a quad
+    (`shfl.sync.bfly.b32 d, a, mask, 0x1f, 0xffffffff;`)."""
+
+    name = "nvgpu.shuffle_xor"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    source = operand_def(T)
+    mask = prop_def(IntegerAttr[I32])
+    result = result_def(T)
+
+    assembly_format = "$source `,` $mask attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, mask: int):
+        super().__init__(
+            operands=[source],
+            properties={"mask": IntegerAttr(mask, i32)},
+            result_types=[source.type],
+        )
+
+    def verify_(self) -> None:
+        src = fragment_type(self.source)
+        if src.kind != FragmentLayout.WGMMA_ROW:
+            raise VerifyException(f"'nvgpu.shuffle_xor' needs a wgmma_row fragment, got {src}")
+        if self.mask.value.data not in (1, 2):
+            raise VerifyException(
+                f"'nvgpu.shuffle_xor' mask must be 1 or 2 (the lanes of a quad), "
+                f"got {self.mask.value.data}"
+            )
+
+
+@irdl_op_definition
+class FragmentBroadcastRowsOp(IRDLOperation):
+    """Spread a row vector over the columns of an accumulator: value i of the result is the
+    thread's row value for row r (i & 2 == 0) or r + 8 (register moves only)."""
+
+    name = "nvgpu.fragment_broadcast_rows"
+
+    source = operand_def(FragmentType)
+    result = result_def(FragmentType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, columns: int):
+        src = fragment_type(source)
+        super().__init__(
+            operands=[source],
+            result_types=[
+                FragmentType(FragmentLayout.WGMMA_ACC, [src.rows, columns], src.element_type)
+            ],
+        )
+
+    def verify_(self) -> None:
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        if (
+            src.kind != FragmentLayout.WGMMA_ROW
+            or dst.kind != FragmentLayout.WGMMA_ACC
+            or src.rows != dst.rows
+            or src.element_type != dst.element_type
+        ):
+            raise VerifyException(
+                f"'nvgpu.fragment_broadcast_rows' turns a wgmma_row fragment into a wgmma_acc "
+                f"fragment of the same rows and element type, got {src} -> {dst}"
+            )
+
+
+@irdl_op_definition
+class FragmentStoreOp(IRDLOperation):
+    """Write an accumulator fragment into smem slot `slot` (`st.shared` / `stmatrix`,
+    swizzling as the buffer says); with `row`, into the rows of the slot from `row` on. A
+    fragment wider than a slot of swizzle-span rows fills slots `slot`, `slot + 1`, ... (one
+    column slab each).
+
+    Before TMA reads the slot: `nvgpu.fence_proxy_async` and a barrier."""
+
+    name = "nvgpu.fragment_store"
+
+    value = operand_def(FragmentType)
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    row = opt_operand_def(i32)
+
+    assembly_format = (
+        "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
+    )
+
+    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue, row: SSAValue | None = None):
+        super().__init__(operands=[value, buf, slot, [row] if row else []])
+
+    def verify_(self) -> None:
+        frag, buf = fragment_type(self.value), smem_type(self.buf)
+        if frag.kind != FragmentLayout.WGMMA_ACC:
+            raise VerifyException(f"'nvgpu.fragment_store' needs a wgmma_acc fragment, got {frag}")
+        if frag.element_type != buf.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_store' element types differ: {frag.element_type} into "
+                f"{buf.element_type} (convert first)"
+            )
+        slot_shape, (rows, cols) = buf.slot_shape, frag.get_shape()
+        # A fragment wider than a slot whose rows are exactly the swizzle span fills
+        # consecutive slots, one per column slab (a TMA-store staging buffer).
+        slab = buf.swizzle_bytes and slot_shape[-1] * element_bytes(buf.element_type) == (
+            buf.swizzle_bytes
+        )
+        fits = len(slot_shape) == 2 and (
+            slot_shape[1] == cols or bool(slab) and cols % slot_shape[1] == 0
+        )
+        fits = fits and (
+            slot_shape[0] == rows or self.row is not None and slot_shape[0] % rows == 0
+        )
+        if not fits:
+            raise VerifyException(
+                f"'nvgpu.fragment_store' of {rows}x{cols} into a {format_shape(slot_shape)} slot: "
+                "the slot must have the same shape, or, with a row offset, a multiple of the rows"
+            )
+        verify_slot(self, self.slot, buf.slot_count, "buffer")
+
+
+@irdl_op_definition
+class FragmentStoreGlobalOp(IRDLOperation):
+    """Write a fragment to global memory at element offsets `[..., row, col]` of the
+    descriptor's tensor, dropping elements outside it: an accumulator one `st.global` per
+    register pair; a row vector (`wgmma_row`, one value per query row, e.g. a log-sum-exp)
+    along the last dim, row i at `col + i` of plane row `row`, by the first thread of each
+    quad."""
+
+    name = "nvgpu.fragment_store_global"
+
+    value = operand_def(FragmentType)
+    desc = operand_def(DescType)
+    offsets = var_operand_def(i32)
+
+    assembly_format = "$value `,` $desc `[` $offsets `]` attr-dict `:` type($value) `,` type($desc)"
+
+    def __init__(self, value: SSAValue, desc: SSAValue, offsets: Sequence[SSAValue]):
+        super().__init__(operands=[value, desc, offsets])
+
+    def verify_(self) -> None:
+        frag, desc = fragment_type(self.value), self.desc.type
+        assert isinstance(desc, DescType)
+        if frag.kind == FragmentLayout.WGMMA_OPERAND_A:
+            raise VerifyException(
+                f"'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got {frag}"
+            )
+        if desc.rank < 2 or any(d != 1 for d in desc.get_block_shape()[:-2]):
+            raise VerifyException(
+                f"'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose "
+                f"leading block dims are 1, got {desc}"
+            )
+        verify_offsets(self, desc, self.offsets)
+        if frag.element_type != desc.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_store_global' element types differ: {frag.element_type} into "
+                f"{desc.element_type} (convert first)"
+            )
+
+
+@irdl_op_definition
+class FragmentMaskOp(IRDLOperation):
+    """Keep element (r, c) of an accumulator where every condition
+    `row_coefficients[k] * r + col_coefficients[k] * c < bounds[k]` holds, else `fill`
+    (`setp.lt.s32` per condition and value, `and.pred`, `selp.f32`).
+
+    r and c are coordinates in the fragment's tile (0 .. rows - 1, 0 .. cols - 1). Attention
+    masks keys past the sequence end with (0, 1, seq - start_n) and, when causal, keys after
+    the query row with (-1, 1, off_m - start_n + 1).
+
+    Branch plan (`legalize-nvgpu`): `skip_corners[k]` is the largest value condition k's
+    left side takes over the tile; when every `bounds[k] > skip_corners[k]` nothing is
+    masked, and the warpgroup branches over the per-value selects."""
+
+    name = "nvgpu.fragment_mask"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    source = operand_def(T)
+    fill = operand_def()
+    bounds = var_operand_def(i32)
+    row_coefficients = prop_def(DenseArrayBase)
+    col_coefficients = prop_def(DenseArrayBase)
+    skip_corners = opt_prop_def(DenseArrayBase)
+    result = result_def(T)
+
+    assembly_format = (
+        "$source `,` $fill `where` `[` $bounds `]` attr-dict `:` type($source) `,` type($fill)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        source: SSAValue,
+        fill: SSAValue,
+        conditions: Sequence[tuple[int, int, SSAValue]],
+    ):
+        super().__init__(
+            operands=[source, fill, [b for _, _, b in conditions]],
+            properties={
+                "row_coefficients": DenseArrayBase.from_list(i32, [r for r, _, _ in conditions]),
+                "col_coefficients": DenseArrayBase.from_list(i32, [c for _, c, _ in conditions]),
+            },
+            result_types=[source.type],
+        )
+
+    def conditions(self) -> list[tuple[int, int, SSAValue]]:
+        """(row coefficient, column coefficient, bound) of each condition."""
+        rows = self.row_coefficients.get_values()
+        cols = self.col_coefficients.get_values()
+        return [(int(r), int(c), b) for r, c, b in zip(rows, cols, self.bounds, strict=True)]
+
+    def verify_(self) -> None:
+        src = fragment_type(self.source)
+        if src.kind != FragmentLayout.WGMMA_ACC or not isinstance(src.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_mask' needs a wgmma_acc fragment of f32, got {src}"
+            )
+        if self.fill.type != src.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_mask' fill type {self.fill.type} must equal the element type "
+                f"{src.element_type}"
+            )
+        counts = {
+            len(self.row_coefficients.get_values()),
+            len(self.col_coefficients.get_values()),
+            len(self.bounds),
+        }
+        if len(counts) != 1:
+            raise VerifyException(
+                "'nvgpu.fragment_mask' needs one row coefficient, one column coefficient and "
+                "one bound per condition"
+            )
+        if not self.bounds:
+            raise VerifyException("'nvgpu.fragment_mask' needs at least one condition")
+        corners = self.skip_corners
+        if corners is not None and len(corners.get_values()) != len(self.bounds):
+            raise VerifyException(
+                f"'nvgpu.fragment_mask' skip_corners needs one value per condition "
+                f"({len(self.bounds)}), got {len(corners.get_values())}"
+            )
+
+
+@irdl_op_definition
+class FragmentSelectOp(IRDLOperation):
+    """Elementwise `(lhs <predicate> rhs) ? on_true : on_false` over f32 fragments of one
+    layout (`setp.<predicate>.f32`, `selp.f32`). As numpy's comparisons (`tile.cmp`), every
+    predicate is false when an operand is NaN, except `ne`, which is true."""
+
+    name = "nvgpu.fragment_select"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    predicate = prop_def(ComparePredicateAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    on_true = operand_def(T)
+    on_false = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = (
+        "$predicate $lhs `,` $rhs `,` $on_true `,` $on_false attr-dict `:` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        predicate: ComparePredicateAttr,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        on_true: SSAValue,
+        on_false: SSAValue,
+    ):
+        super().__init__(
+            operands=[lhs, rhs, on_true, on_false],
+            properties={"predicate": predicate},
+            result_types=[lhs.type],
+        )
+
+    def verify_(self) -> None:
+        ty = fragment_type(self.result)
+        if not isinstance(ty.element_type, Float32Type):
+            raise VerifyException(f"'nvgpu.fragment_select' needs f32 fragments, got {ty}")
+
+
+@irdl_op_definition
+class FragmentLoadColumnsOp(IRDLOperation):
+    """An f32 accumulator fragment whose element (r, c) is element c of the vector in smem
+    slot `slot` of `buf`, for every row r (a per-column vector such as a GEMM bias, broadcast
+    over the rows): `ld.shared` of each column pair the thread owns, widened to f32.
+
+    The slot is one row (rank 1) of the fragment's columns; one row is never swizzled."""
+
+    name = "nvgpu.fragment_load_columns"
+
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    result = result_def(FragmentType)
+
+    assembly_format = "$buf `[` $slot `]` attr-dict `:` type($buf) `->` type($result)"
+
+    def __init__(self, buf: SSAValue, slot: SSAValue, result_type: FragmentType):
+        super().__init__(operands=[buf, slot], result_types=[result_type])
+
+    def verify_(self) -> None:
+        buf, frag = smem_type(self.buf), fragment_type(self.result)
+        if frag.kind != FragmentLayout.WGMMA_ACC or not isinstance(frag.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' makes an f32 wgmma_acc fragment, got {frag}"
+            )
+        if buf.slot_shape != (frag.get_shape()[1],):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' needs a slot of one row of "
+                f"{frag.get_shape()[1]} elements, got {format_shape(buf.slot_shape)}"
+            )
+        if isinstance(buf.element_type, FP8_TYPES):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' reads f16, bf16 or f32, got {buf.element_type}"
+            )
+        verify_slot(self, self.slot, buf.slot_count, "buffer")

@@ -1,0 +1,26 @@
+"""Hardware facts of sm_90a that the dialect, the passes and the printer share, defined once.
+
+Section numbers refer to `reference/hopper-ptx.md`.
+"""
+
+WARPGROUP_THREADS = 128  # 4 warps of 32 threads run one wgmma (§4.2, §5)
+WARP_THREADS = 32
+WARPGROUP_ROWS = 64  # rows of one wgmma instruction (m64), i.e. of one warpgroup
+MAX_WGMMA_N = 256  # wgmma N is 8..256 in steps of 8 (§4.1)
+MAX_MBARRIER_COUNT = 2**20 - 1  # arrival counts and tx-counts are 20-bit (§2.2)
+MBARRIER_BYTES = 8  # one mbarrier is a .b64 in shared memory, 8-byte aligned
+
+CTA_BARRIER_ID = 0  # named barrier 0 is `bar.sync 0`, the whole CTA (§6)
+MAX_NAMED_BARRIER_ID = 15  # 16 named barriers per CTA, ids 0..15
+MAX_CTA_THREADS = 1024
+
+TMA_MAX_BOX_DIM = 256  # every box dim is in 1..256 (§3.2)
+TMA_BOX_INNER_BYTES = 16  # the innermost box dim spans a multiple of 16 bytes
+SWIZZLE_SPANS = (0, 32, 64, 128)  # smem swizzle modes, in bytes of one swizzled row
+SWIZZLE_128B_SPAN = 128  # the swizzle TMA and wgmma use here (§3.2, §4.3)
+SWIZZLE_CHUNK_BYTES = 16  # the swizzle permutes 16-byte chunks of a row
+SMEM_ALIGN = 1024  # every buffer starts on the 128B-swizzle repeat (§3.1)
+SM90_MAX_SMEM_BYTES = 232448  # dynamic smem one block may use on sm_90 (227 KiB, opt-in)
+
+MIN_SETMAXNREG, MAX_SETMAXNREG = 24, 256  # setmaxnreg takes a multiple of 8 in 24..256 (§5)
+SM_REGISTERS = 65536  # 32-bit registers of one SM, shared by the CTA's warpgroups (§5)

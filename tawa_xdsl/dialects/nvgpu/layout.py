@@ -1,0 +1,284 @@
+"""Fragment layouts: which thread and which register of a warpgroup holds which tile element.
+
+One layout object answers every question about a distributed tile (as Mosaic GPU's
+`TiledLayout` does): whether a shape fits it, how many values and 32-bit registers a thread
+holds, where value `i` of thread `t` sits in the tile (`coords`) and the inverse (`owner`).
+The `!nvgpu.fragment` type's verifier, the lowering, the PTX printer and the interpreters all
+ask these objects; a property test checks that each layout covers its tile exactly once.
+
+Every position splits into a per-thread *origin* and a per-value *offset*:
+`coords(t, i) = thread_origin(t) + value_offset(i)`. The origin is written once against
+`IndexArith`, so the same formula runs on Python ints (`coords`) and on PTX registers (the
+printer passes an arithmetic that emits `shr`/`and`/`add` instructions).
+
+Thread `t` of a warpgroup (0..127) is warp `w = t >> 5`, lane `l = t & 31`. Every 64 rows of a
+tile form one *block*, laid out identically; value indices continue block after block.
+PTX ISA: "Matrix fragments for wgmma.mma_async m64nNk16" (register fragment figures, D and A).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import auto
+from typing import Protocol, TypeVar
+
+from xdsl.utils.str_enum import StrEnum
+
+from tawa_xdsl.dialects.nvgpu.hardware import MAX_WGMMA_N, WARPGROUP_ROWS, WARPGROUP_THREADS
+
+BLOCK_ROWS = WARPGROUP_ROWS
+
+T = TypeVar("T")
+
+
+class FragmentLayout(StrEnum):
+    """The name of a fragment layout, as `!nvgpu.fragment<name, ...>` spells it."""
+
+    WGMMA_ACC = auto()
+    WGMMA_ROW = auto()
+    WGMMA_OPERAND_A = auto()
+
+
+class IndexArith(Protocol[T]):
+    """The integer operations a thread origin needs, on ints or on symbolic registers."""
+
+    def shr(self, x: T, bits: int) -> T: ...
+
+    def shl(self, x: T, bits: int) -> T: ...
+
+    def mask(self, x: T, bits: int) -> T: ...
+
+    def add(self, x: T, y: T) -> T: ...
+
+
+class IntArith:
+    """`IndexArith` on Python ints."""
+
+    def shr(self, x: int, bits: int) -> int:
+        return x >> bits
+
+    def shl(self, x: int, bits: int) -> int:
+        return x << bits
+
+    def mask(self, x: int, bits: int) -> int:
+        return x & bits
+
+    def add(self, x: int, y: int) -> int:
+        return x + y
+
+
+INT_ARITH = IntArith()
+
+
+def warp_lane(thread: int) -> tuple[int, int]:
+    """(warp, lane) of a warpgroup thread."""
+    return thread >> 5, thread & 31
+
+
+def accumulator_origin(thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+    """(row, col) of value 0 of `thread` in a wgmma accumulator: (16 w + (l >> 2), 2 (l & 3))."""
+    lane = arith.mask(thread, 31)
+    row = arith.add(arith.shl(arith.shr(thread, 5), 4), arith.shr(lane, 2))
+    col = arith.shl(arith.mask(lane, 3), 1)
+    return row, col
+
+
+def _check_thread(thread: int) -> None:
+    if not 0 <= thread < WARPGROUP_THREADS:
+        raise ValueError(f"a warpgroup thread is in 0..{WARPGROUP_THREADS - 1}, got {thread}")
+
+
+@dataclass(frozen=True)
+class WgmmaAccLayout:
+    """The m64nN accumulator of `wgmma.mma_async` (f32 D), hopper-ptx.md §4.4.
+
+    Value i of a 64-row block is at::
+
+        row(t, i) = 16 w + (l >> 2) + 8 ((i >> 1) & 1)
+        col(t, i) = 8 (i >> 2) + 2 (l & 3) + (i & 1)
+
+    One 8-column group of warp 0, by lane (values 0, 1 in rows 0..7; 2, 3 in rows 8..15)::
+
+        row 0: l0  l0  l1  l1  l2  l2  l3  l3     row  8: l0  l0  l1  l1  l2  l2  l3  l3
+        row 1: l4  l4  l5  l5  l6  l6  l7  l7     row  9: l4  l4  l5  l5  l6  l6  l7  l7
+        ...                                       ...
+        row 7: l28 l28 l29 l29 l30 l30 l31 l31    row 15: l28 l28 l29 l29 l30 l30 l31 l31
+
+    Consecutive value pairs (2k, 2k + 1) are adjacent columns of one row: the unit of a packed
+    16-bit register and of a vectorized `st.global.v2`.
+    """
+
+    name: str = "wgmma_acc"
+    rank: int = 2
+
+    def check(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless `shape` is rows (a multiple of 64) x wgmma N."""
+        rows, cols = shape
+        if rows <= 0 or rows % BLOCK_ROWS:
+            raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
+        if cols % 8 or not 8 <= cols <= MAX_WGMMA_N:
+            raise ValueError(f"columns must be a multiple of 8 in 8..256 (wgmma N), got {cols}")
+
+    def values_per_thread(self, shape: tuple[int, ...]) -> int:
+        rows, cols = shape
+        self._check(shape)
+        return rows // BLOCK_ROWS * cols // 2
+
+    def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+        """(row, col) of value 0 of `thread`; every other value is at a constant offset."""
+        return accumulator_origin(thread, arith)
+
+    def value_offset(self, shape: tuple[int, ...], value: int) -> tuple[int, int]:
+        """(row, col) of value `value` relative to the thread's origin (the same in every
+        thread): (64 block + 8 ((i >> 1) & 1), 8 (i >> 2) + (i & 1))."""
+        block, i = divmod(value, shape[1] // 2)
+        return BLOCK_ROWS * block + 8 * ((i >> 1) & 1), 8 * (i >> 2) + (i & 1)
+
+    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int, int]:
+        """(row, col) of value `value` of thread `thread`."""
+        row0, col0 = self.thread_origin(thread, INT_ARITH)
+        drow, dcol = self.value_offset(shape, value)
+        return row0 + drow, col0 + dcol
+
+    def owner(self, shape: tuple[int, ...], row: int, col: int) -> tuple[int, int]:
+        """(thread, value) holding element (row, col): the inverse of `coords`."""
+        block, r = divmod(row, BLOCK_ROWS)
+        w, rr = divmod(r, 16)
+        half, q = divmod(rr, 8)
+        group, c = divmod(col, 8)
+        quad, low = divmod(c, 2)
+        thread = 32 * w + 4 * q + quad
+        value = block * (shape[1] // 2) + 4 * group + 2 * half + low
+        return thread, value
+
+    def column_pairs(self, shape: tuple[int, ...]) -> list[int]:
+        """The first value of each pair of adjacent columns (0, 2, 4, ...)."""
+        return list(range(0, self.values_per_thread(shape), 2))
+
+    @staticmethod
+    def _check(shape: tuple[int, ...]) -> None:
+        rows, cols = shape
+        if rows % BLOCK_ROWS or cols % 8 or not 8 <= cols <= 256:
+            raise ValueError(
+                f"wgmma_acc layout needs rows a multiple of 64 and 8 <= cols <= 256 in steps "
+                f"of 8, got {rows}x{cols}"
+            )
+
+
+@dataclass(frozen=True)
+class WgmmaRowLayout:
+    """A per-row vector reduced from a wgmma accumulator (`WGMMA_ROW`).
+
+    Per 64-row block a thread holds 2 values: row 16w + (l >> 2) (value 0) and that row + 8
+    (value 1). The 4 lanes of a quad hold the same two rows, so the layout is replicated 4x::
+
+        rows  0..7 : lanes {0..3}, {4..7}, ..., {28..31}   (value 0, warp 0)
+        rows  8..15: the same lanes                         (value 1, warp 0)
+    """
+
+    name: str = "wgmma_row"
+    rank: int = 1
+
+    def check(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless `shape` is a positive multiple of 64 rows."""
+        if shape[0] <= 0 or shape[0] % BLOCK_ROWS:
+            raise ValueError(f"rows must be a positive multiple of 64, got {shape[0]}")
+
+    def values_per_thread(self, shape: tuple[int, ...]) -> int:
+        return 2 * (shape[0] // BLOCK_ROWS)
+
+    def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+        """(row, col) of the accumulator origin; a row value sits at its row, column 0 of
+        the quad's first lane (col is 0 exactly in the quad's first lane)."""
+        return accumulator_origin(thread, arith)
+
+    def value_offset(self, shape: tuple[int, ...], value: int) -> int:
+        """Row of value `value` relative to the thread's origin row: 64 block + 8 half."""
+        block, half = divmod(value, 2)
+        return BLOCK_ROWS * block + 8 * half
+
+    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int]:
+        row0, _ = self.thread_origin(thread, INT_ARITH)
+        return (row0 + self.value_offset(shape, value),)
+
+    def owner(self, shape: tuple[int, ...], row: int) -> tuple[int, int]:
+        """(first thread of the quad, value) holding row `row`; lanes +1..+3 hold copies."""
+        block, r = divmod(row, BLOCK_ROWS)
+        w, rr = divmod(r, 16)
+        half, q = divmod(rr, 8)
+        return 32 * w + 4 * q, 2 * block + half
+
+    def acc_value_row(self, acc_value: int, acc_cols: int) -> int:
+        """Which row value of this layout an accumulator value (of a tile with `acc_cols`
+        columns) shares its row with: the broadcast map of `fragment_broadcast_rows`."""
+        block, i = divmod(acc_value, acc_cols // 2)
+        return 2 * block + ((i >> 1) & 1)
+
+
+@dataclass(frozen=True)
+class WgmmaOperandALayout:
+    """wgmma's register A operand for 16-bit types (m64nNk16), hopper-ptx.md §4.4.
+
+    Each k16 slice is laid out as an m64n16 accumulator, so value i of a 64xK tile is at the
+    accumulator position of a 64xK tile: A = convert(acc) needs no data movement (the FA3
+    P @ V identity). Register j of k-slice s packs values 8s + 2j (low) and 8s + 2j + 1 (high).
+    The fp8 A layout differs and is not modelled.
+    """
+
+    name: str = "wgmma_operand_a"
+    rank: int = 2
+
+    def check(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless `shape` is rows (a multiple of 64) x a multiple of 16."""
+        rows, cols = shape
+        if rows <= 0 or rows % BLOCK_ROWS:
+            raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
+        if cols <= 0 or cols % 16:
+            raise ValueError(f"columns must be a positive multiple of 16 (wgmma K), got {cols}")
+
+    def values_per_thread(self, shape: tuple[int, ...]) -> int:
+        return shape[0] // BLOCK_ROWS * shape[1] // 2
+
+    def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+        return accumulator_origin(thread, arith)
+
+    def value_offset(self, shape: tuple[int, ...], value: int) -> tuple[int, int]:
+        block, i = divmod(value, shape[1] // 2)
+        return BLOCK_ROWS * block + 8 * ((i >> 1) & 1), 8 * (i >> 2) + (i & 1)
+
+    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int, int]:
+        row0, col0 = self.thread_origin(thread, INT_ARITH)
+        drow, dcol = self.value_offset(shape, value)
+        return row0 + drow, col0 + dcol
+
+    def owner(self, shape: tuple[int, ...], row: int, col: int) -> tuple[int, int]:
+        """(thread, value) holding element (row, col): the inverse of `coords`."""
+        return WGMMA_ACC.owner(shape, row, col)
+
+    def k_slice_registers(self, shape: tuple[int, ...], block: int, k_slice: int) -> range:
+        """The four packed 32-bit registers that are wgmma's `{a0, a1, a2, a3}` for k16
+        slice `k_slice` of 64-row block `block` (two 16-bit values per register)."""
+        first = block * (shape[1] // 4) + 4 * k_slice
+        return range(first, first + 4)
+
+
+WGMMA_ACC = WgmmaAccLayout()
+WGMMA_ROW = WgmmaRowLayout()
+WGMMA_OPERAND_A = WgmmaOperandALayout()
+
+Layout = WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout
+LAYOUTS: dict[FragmentLayout, Layout] = {
+    FragmentLayout.WGMMA_ACC: WGMMA_ACC,
+    FragmentLayout.WGMMA_ROW: WGMMA_ROW,
+    FragmentLayout.WGMMA_OPERAND_A: WGMMA_OPERAND_A,
+}
+
+
+def layout_of(kind: FragmentLayout) -> Layout:
+    """The layout object of a fragment layout name."""
+    return LAYOUTS[kind]
+
+
+def registers_per_thread(values: int, element_bits: int) -> int:
+    """32-bit registers holding `values` elements of `element_bits` bits, packed."""
+    return -(-values * element_bits // 32)

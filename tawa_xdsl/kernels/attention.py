@@ -1,0 +1,203 @@
+"""Attention forward, O = softmax(Q K^T * sm_scale) V, written in `tawa_xdsl.language`.
+
+FlashAttention's online softmax in base 2: each program owns BLOCK_M query rows of one head
+and walks the keys in blocks of BLOCK_N, keeping the running row max `m_i`, the running row
+sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, seq, head_dim]
+arrays read through 3-D descriptors, so blocks past `seq` read zeros and their stores are
+clipped; key columns past `seq` are masked. With CAUSAL, row r sees keys 0..r and the key
+loop stops after the diagonal block. `sm_scale` must be positive: the row max is taken over
+the raw scores and then scaled (one FFMA per score instead of a multiply and a subtract).
+The element type (f16 or bf16) is the descriptors': P is rounded to V's type before P V, O to
+O's type. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
+tensor.
+
+For the H200 (BLOCK_M = 128: two consumer warpgroups of 64 query rows):
+
+    from tawa_xdsl.kernels.attention import compile_attention, grid
+    kernel = compile_attention(head_dim=128, dtype="bf16", causal=True)
+    kernel.launch(grid(seq, batch_heads), q, k, v, o, seq, sm_scale)   # [B*H, seq, d] tensors
+    kernel = compile_attention(head_dim=128, return_lse=True)          # also the log-sum-exp:
+    kernel.launch(grid(seq, batch_heads), q, k, v, o, lse, seq, sm_scale)  # lse [B*H, seq] f32
+
+The lse tensor's row stride must be a multiple of 4 elements (16 bytes, for TMA).
+`examples/attention.mlir` and `attention_causal.mlir` are hand-written d = 64, f16 forms of
+the same program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from xdsl.dialects.builtin import ModuleOp
+
+import tawa_xdsl
+import tawa_xdsl.language as tl
+from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
+
+BLOCK_M = 128  # two consumer warpgroups of 64 rows
+DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
+
+
+@tawa_xdsl.jit
+def attn_inner(
+    acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """Fold the key blocks of this program's rows into (acc, l_i, m_i)."""
+    if CAUSAL:
+        hi = tl.minimum(off_m + BLOCK_M, seq)
+    else:
+        hi = seq
+    offs_m = off_m + tl.arange(0, BLOCK_M)
+    for start_n in tl.range(0, hi, BLOCK_N):
+        k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        qk = tl.dot(q, k.T)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        mask = offs_n[None, :] < seq
+        if CAUSAL:
+            mask = mask & (offs_n[None, :] <= offs_m[:, None])
+        qk = tl.where(mask, qk, float("-inf"))
+        # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@tawa_xdsl.jit
+def attn_rows(
+    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """Store O for this program's BLOCK_M rows; return where they are and their softmax
+    statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
+    start_m = tl.program_id(0)
+    head = tl.program_id(1)
+    off_m = start_m * BLOCK_M
+    qk_scale = sm_scale * 1.44269504  # log2(e): exp(x) = exp2(x * log2(e))
+    q = q_desc.load([head, off_m, 0]).reshape([BLOCK_M, HEAD_DIM])
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    acc, l_i, m_i = attn_inner(
+        acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
+        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+    )  # fmt: skip
+    out = acc / l_i[:, None]
+    o_desc.store([head, off_m, 0], out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
+    return head, off_m, m_i, l_i
+
+
+@tawa_xdsl.jit
+def attn_fwd(
+    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    attn_rows(
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+    )  # fmt: skip
+
+
+@tawa_xdsl.jit
+def attn_fwd_lse(
+    q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):  # fmt: skip
+    """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
+    (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
+    head, off_m, m_i, l_i = attn_rows(
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+    )  # fmt: skip
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
+
+
+# ------------------------------------------------------------------------ for the H200
+
+
+def default_block_n(head_dim: int) -> int:
+    """Keys per step: 128 for d = 64 and d = 128 (d = 128 with setmaxnreg 24/240,
+    `default_registers`: +16-24% over 64 keys on the H200, bench/NOTES.md round 3)."""
+    return 128
+
+
+def default_registers(head_dim: int, block_n: int) -> tuple[int, int] | None:
+    """setmaxnreg (producer, consumer): 24/240 where S, S_next, P and O of d = 128 with 128
+    keys per step spill at 232 (ptxas: 16 bytes), else the groups' defaults (40/232)."""
+    return (24, 240) if head_dim > 64 and block_n >= 128 else None
+
+
+def tile_module(
+    head_dim: int,
+    dtype: str = "f16",
+    causal: bool = False,
+    block_n: int | None = None,
+    return_lse: bool = False,
+    block_m: int = BLOCK_M,
+) -> ModuleOp:
+    """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
+    Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"attention: dtype must be f16 or bf16, got {dtype}")
+    element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
+    lse = [DescriptorArg(tl.float32, (1, block_m))] if return_lse else []
+    kernel = (attn_fwd_lse if return_lse else attn_fwd).compile(
+        DescriptorArg(element, (1, block_m, head_dim)),
+        DescriptorArg(element, (1, bn, head_dim)),
+        DescriptorArg(element, (1, bn, head_dim)),
+        DescriptorArg(element, (1, block_m, head_dim)),
+        *lse,
+        ScalarArg(tl.int32),
+        ScalarArg(tl.float32),
+        HEAD_DIM=head_dim,
+        BLOCK_M=block_m,
+        BLOCK_N=bn,
+        CAUSAL=causal,
+    )
+    return kernel.module.clone()
+
+
+@functools.cache
+def compile_attention(
+    head_dim: int,
+    dtype: str = "f16",
+    causal: bool = False,
+    block_n: int | None = None,
+    stages: int = 3,
+    registers: tuple[int, int] | None = None,
+    pingpong: bool = False,
+    mma_depth: int = 1,
+    return_lse: bool = False,
+) -> CompiledKernel:
+    """The attention forward as a launchable kernel (cached per configuration). K and V
+    rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
+    too little time to refill (bench/NOTES.md, attention). `registers` overrides the
+    setmaxnreg split (`default_registers`); `pingpong` alternates the two consumer
+    warpgroups' MMA issue with named barriers (CompileOptions.pingpong). MMA depth 1: each
+    iteration waits for its P V (a wgmma in flight across the loop's back edge, under a
+    rescale of O, makes ptxas serialize them all), so V(j) is released in iteration j."""
+    bn = block_n or default_block_n(head_dim)
+    options = CompileOptions(
+        stages=stages,
+        mma_depth=mma_depth,
+        consumers=2,
+        registers=registers or default_registers(head_dim, bn),
+    )
+    if pingpong:
+        options = dataclasses.replace(options, pingpong=True)
+    return compile_to_ptx(tile_module(head_dim, dtype, causal, bn, return_lse), options)
+
+
+def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:
+    """One program per 128 query rows of one (batch, head)."""
+    return (-(-seq // BLOCK_M), batch_heads, 1)

@@ -1,0 +1,207 @@
+"""`cooperative-consumers`: the consumer group runs on several warpgroups that split the rows.
+
+With `consumers=2` every consumer group runs on 2 warpgroups (the decision is the group's
+`warpgroups(2)`) that split the M rows of each output tile. A dataflow analysis finds the row
+dimension of every consumer tile (dot lhs/acc/result rows, through elementwise ops,
+reductions, expand_dims, broadcast, reshape, trans and loop-carried values); each warpgroup w
+takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get), builds
+its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
+Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
+
+Options:
+  consumers: int = 1   cooperative consumer warpgroups: 1 (nothing to do) or 2.
+
+Refused: input not produced by distribute, consumers not in {1, 2}, a tile whose rows cannot
+be split (a reduction along the rows, a dot whose B operand depends on the rows, row counts
+that differ or are not a multiple of 64 per warpgroup).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawa_xdsl.dialects import aref, tile
+from tawa_xdsl.transforms.ws_utils import consumer_groups, error, find_kernel
+
+PASS = "cooperative-consumers"
+
+# An equality between a dim of one value and a dim of another.
+_Link = tuple[SSAValue, int, SSAValue, int]
+
+
+def _tensor_rank(value: SSAValue) -> int | None:
+    return len(value.type.get_shape()) if isinstance(value.type, TensorType) else None
+
+
+def _links(op: Operation) -> list[_Link]:
+    links: list[_Link] = []
+    if isinstance(op, tile.ReduceOp):
+        axis = op.axis.value.data
+        for d in range(len(tile.shape_of(op.source))):
+            if d != axis:
+                links.append((op.source, d, op.result, d - (d > axis)))
+    elif isinstance(op, tile.ExpandDimsOp):
+        axis = op.axis.value.data
+        for d in range(len(tile.shape_of(op.source))):
+            links.append((op.source, d, op.result, d + (d >= axis)))
+    elif isinstance(op, tile.BroadcastOp):
+        for d, size in enumerate(tile.shape_of(op.source)):
+            if size != 1:
+                links.append((op.source, d, op.result, d))
+    elif isinstance(op, tile.ReshapeOp):
+        src = [(d, n) for d, n in enumerate(tile.shape_of(op.source)) if n != 1]
+        dst = [(d, n) for d, n in enumerate(tile.shape_of(op.result)) if n != 1]
+        if [n for _, n in src] == [n for _, n in dst]:
+            links += [(op.source, a, op.result, b) for (a, _), (b, _) in zip(src, dst, strict=True)]
+    elif isinstance(op, tile.TransOp):
+        links += [(op.source, 0, op.result, 1), (op.source, 1, op.result, 0)]
+    elif isinstance(op, tile.DotOp):
+        links += [(op.lhs, 0, op.result, 0), (op.acc, 0, op.result, 0)]
+        links += [(op.acc, 1, op.result, 1)]
+    elif isinstance(op, scf.ForOp):
+        terminator = op.body.block.last_op
+        assert terminator is not None
+        for k, init in enumerate(op.iter_args):
+            for d in range(_tensor_rank(init) or 0):
+                arg, out = op.body.block.args[k + 1], op.results[k]
+                links += [(init, d, arg, d), (arg, d, terminator.operands[k], d)]
+                links += [(terminator.operands[k], d, out, d)]
+    elif op.name.startswith(("arith.", "math.")) or isinstance(
+        op, tile.ConvertOp | tile.WhereOp | tile.CmpOp
+    ):
+        for result in op.results:
+            rank = _tensor_rank(result)
+            for operand in op.operands:
+                if rank is not None and _tensor_rank(operand) == rank:
+                    links += [(operand, d, result, d) for d in range(rank)]
+    return links
+
+
+def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
+    axes: dict[SSAValue, int] = {}
+    ops = list(group.body.walk())
+    links = [link for op in ops for link in _links(op)]
+
+    def assign(value: SSAValue, dim: int, why: Operation) -> bool:
+        if axes.get(value, dim) != dim:
+            raise error(
+                why,
+                PASS,
+                f"cannot split rows across consumer warpgroups: a tile of "
+                f"{value.type} would be split along dims {axes[value]} and {dim}",
+            )
+        changed = value not in axes
+        axes[value] = dim
+        return changed
+
+    for op in ops:
+        if isinstance(op, tile.DotOp):
+            assign(op.lhs, 0, op)
+            assign(op.acc, 0, op)
+            assign(op.result, 0, op)
+    changed = True
+    while changed:
+        changed = False
+        for a, da, b, db in links:
+            if axes.get(a) == da:
+                changed |= assign(b, db, a.owner if isinstance(a.owner, Operation) else group)
+            if axes.get(b) == db:
+                changed |= assign(a, da, b.owner if isinstance(b.owner, Operation) else group)
+    for op in ops:
+        if isinstance(op, tile.DotOp) and op.rhs in axes:
+            raise error(op, PASS, "cannot split rows: the dot's B operand depends on the rows")
+        if isinstance(op, tile.ReduceOp) and axes.get(op.source) == op.axis.value.data:
+            raise error(op, PASS, "cannot split rows: a reduction runs along the rows")
+    return axes
+
+
+def split_rows(group: aref.GroupOp, consumers: int) -> None:
+    axes = _row_axes(group)
+    sizes = {value.type.get_shape()[d] for value, d in axes.items()}  # type: ignore[attr-defined]
+    if not axes:
+        return
+    if len(sizes) != 1 or next(iter(sizes)) % (64 * consumers):
+        raise error(
+            group,
+            PASS,
+            f"cannot split rows {sorted(sizes)} into {consumers} warpgroups of a "
+            "multiple of 64 rows",
+        )
+    rows = next(iter(sizes)) // consumers
+    block = group.body.block
+    first = block.first_op
+    assert first is not None
+    wg = aref.WarpgroupIndexOp()
+    rows_c = arith.ConstantOp.from_int_and_width(rows, i32)
+    row0 = arith.MuliOp(wg.result, rows_c.result)
+    zero = arith.ConstantOp.from_int_and_width(0, i32)
+    wg.result.name_hint, row0.result.name_hint = "wg", "row0"
+    Rewriter.insert_op([wg, rows_c, row0, zero], InsertPoint.before(first))
+
+    stores = [
+        (op, axes[op.value])
+        for op in group.body.walk()
+        if isinstance(op, tile.StoreOp) and op.value in axes
+    ]
+    for value, dim in list(axes.items()):
+        assert isinstance(value.type, TensorType)
+        shape = list(value.type.get_shape())
+        shape[dim] = rows
+        owner = value.owner
+        if isinstance(owner, aref.GetOp):
+            offsets = [row0.result if d == dim else zero.result for d in range(len(shape))]
+            part = tile.ExtractSliceOp(value, offsets, shape)
+            part.result.name_hint = value.name_hint
+            Rewriter.insert_op(part, InsertPoint.after(owner))
+            value.replace_uses_with_if(part.result, lambda use, p=part: use.operation is not p)
+        elif isinstance(owner, tile.ArangeOp):
+            start = owner.start.value.data
+            local = tile.ArangeOp(start, start + rows)
+            shift = tile.SplatOp(row0.result, local.result.type)  # type: ignore[arg-type]
+            total = arith.AddiOp(local.result, shift.result)
+            total.result.name_hint = value.name_hint
+            Rewriter.replace_op(owner, [local, shift, total])
+        elif isinstance(owner, arith.ConstantOp):
+            raise error(owner, PASS, "cannot split a dense tensor constant across warpgroups")
+        else:
+            Rewriter.replace_value_with_new_type(value, TensorType(value.type.element_type, shape))
+    for store, dim in stores:
+        _split_store(store, dim, row0.result)
+    group.properties["warpgroups"] = IntegerAttr(consumers, i32)
+
+
+def _split_store(op: tile.StoreOp, dim: int, row0: SSAValue) -> None:
+    offsets = list(op.offsets)
+    shifted = arith.AddiOp(offsets[dim], row0)
+    Rewriter.insert_op(shifted, InsertPoint.before(op))
+    offsets[dim] = shifted.result
+    Rewriter.replace_op(op, tile.StoreSliceOp(op.desc, offsets, op.value))
+
+
+@dataclass(frozen=True)
+class CooperativeConsumersPass(ModulePass):
+    """Consumer groups on `consumers` warpgroups splitting the rows of every tile.
+
+    Options:
+      consumers: int = 1   cooperative consumer warpgroups (1 or 2).
+    """
+
+    name = "cooperative-consumers"
+
+    consumers: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernel = find_kernel(op, PASS)
+        if self.consumers not in (1, 2):
+            raise error(kernel, PASS, f"consumers must be 1 or 2 warpgroups, got {self.consumers}")
+        groups = consumer_groups(kernel, PASS)
+        if self.consumers > 1:
+            for group in groups:
+                split_rows(group, self.consumers)

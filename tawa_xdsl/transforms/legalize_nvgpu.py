@@ -1,0 +1,181 @@
+"""legalize-nvgpu: write into nvgpu-level IR what emit-ptx would otherwise have to decide.
+
+Input and output: nvgpu-level IR (after `lower-to-nvgpu`); no op is added or removed, each op
+that needs a plan gets it as properties, checked by the op's verifier:
+
+* `nvgpu.smem_alloc` / `nvgpu.mbarrier_alloc`: the placement, `offset` = the first byte in
+  the dynamic smem window. Buffers come first, in program order, each 1024-byte aligned (every
+  swizzle pattern starts on its repeat boundary); the 8-byte mbarriers follow them.
+* `nvgpu.wgmma_mma_async` / `_rs`: the descriptor plan of every smem operand, `x_desc_bits`
+  (the constant bits: swizzle code, SBO, LBO) and `x_desc_steps` (the encoded offset of each
+  instruction's operand). A K-major operand advances `k * elem` bytes per k step inside its
+  row; a slot wider than the 128-byte span is stored as column slabs, so step `kk` lands in
+  slab `(kk * k * elem) // 128` at `rows * 128` bytes per slab. A advances 64 rows
+  (`64 * span` bytes) per block. An MN-major B (`transpose_b`) advances `k` rows per step.
+* `nvgpu.tma_load`: the box plan, one box per 128-byte column slab of the slot (the tensor
+  map's box is `rows x span`): its smem offset and its innermost-coordinate offset.
+* `nvgpu.fragment_mask`: the branch plan, the largest value of each condition's left side over
+  the tile; the printer skips the selects when every bound exceeds its corner.
+
+Running it twice writes the same plans. It rejects, naming the op, smem operands a wgmma
+descriptor cannot describe (no swizzle; slabs or MN-major with a swizzle other than 128 B)
+and TMA stores whose slot rows are not exactly the swizzle span (one box per slot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i32, i64
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import (
+    DESCRIPTOR_UNIT,
+    MBARRIER_BYTES,
+    SMEM_ALIGN,
+    SWIZZLE_128B_SPAN,
+    WARPGROUP_ROWS,
+    SmemType,
+    allocation_bytes,
+    element_bytes,
+    fragment_type,
+    instruction_count,
+    k_major_descriptor_bits,
+    mn_major_descriptor_bits,
+    smem_type,
+)
+
+PASS = "legalize-nvgpu"
+
+
+def _fail(op: Operation, message: str) -> PassFailedException:
+    return PassFailedException(f"{PASS}: '{op.name}' {message}")
+
+
+def row_bytes(buf: SmemType) -> int:
+    return buf.slot_shape[-1] * element_bytes(buf.element_type)
+
+
+def k_major_offset(buf: SmemType, k_bytes: int) -> int:
+    """Byte offset of column byte `k_bytes` of a K-major slot stored as span-wide slabs."""
+    span = buf.swizzle_bytes
+    if row_bytes(buf) == span:
+        return k_bytes
+    slab, within = divmod(k_bytes, span)
+    return slab * buf.slot_shape[0] * span + within
+
+
+def check_descriptor_slot(op: Operation, buf: SmemType, mn_major: bool) -> None:
+    span = buf.swizzle_bytes
+    if span == 0:
+        raise _fail(op, f"needs swizzled slots for its smem descriptors, got {buf}")
+    if (mn_major or row_bytes(buf) != span) and span != SWIZZLE_128B_SPAN:
+        raise _fail(
+            op,
+            f"needs 128B-swizzled slots when rows are wider than the span or B is "
+            f"transposed, got {buf}",
+        )
+
+
+def descriptor_plan(
+    op: Operation, buf: SmemType, k: int, k_steps: int, blocks: int, mn_major: bool
+) -> tuple[int, list[int]]:
+    """(constant bits, encoded offset per instruction, block-major) of one smem operand."""
+    check_descriptor_slot(op, buf, mn_major)
+    span, step_k = buf.swizzle_bytes, k // k_steps
+    if mn_major:
+        bits = mn_major_descriptor_bits(span, buf.slot_shape[0] * span)
+        offsets = [kk * step_k * span for kk in range(k_steps)]
+    else:
+        bits = k_major_descriptor_bits(span)
+        eb = element_bytes(buf.element_type)
+        offsets = [k_major_offset(buf, kk * step_k * eb) for kk in range(k_steps)]
+    block_bytes = WARPGROUP_ROWS * span
+    steps = [(b * block_bytes + off) // DESCRIPTOR_UNIT for b in range(blocks) for off in offsets]
+    return bits, steps
+
+
+def plan_attrs(bits: int, steps: list[int]) -> tuple[IntegerAttr, DenseArrayBase]:
+    return IntegerAttr(bits, i64), DenseArrayBase.from_list(i64, steps)
+
+
+def legalize_wgmma(op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp) -> None:
+    rows = fragment_type(op.acc).get_shape()[0]
+    b = smem_type(op.b_buf)
+    transposed = op.transpose_b is not None
+    k = b.slot_shape[0] if transposed else b.slot_shape[1]
+    blocks, k_steps = instruction_count(rows, k, b.element_type)
+    bits, steps = descriptor_plan(op, b, k, k_steps, 1, transposed)
+    op.b_desc_bits, op.b_desc_steps = plan_attrs(bits, steps)
+    if isinstance(op, nvgpu.WgmmaMmaAsyncOp):
+        a = smem_type(op.a_buf)
+        bits, steps = descriptor_plan(op, a, k, k_steps, blocks, False)
+        op.a_desc_bits, op.a_desc_steps = plan_attrs(bits, steps)
+
+
+def legalize_tma_load(op: nvgpu.TmaLoadOp) -> None:
+    buf = smem_type(op.buf)
+    span, width = buf.swizzle_bytes, row_bytes(buf)
+    slabs = width // span if span and width > span else 1
+    rows = buf.slot_bytes() // width
+    eb = element_bytes(buf.element_type)
+    op.box_smem_offsets = DenseArrayBase.from_list(i32, [s * rows * span for s in range(slabs)])
+    op.box_col_offsets = DenseArrayBase.from_list(i32, [s * span // eb for s in range(slabs)])
+
+
+def legalize_tma_store(op: nvgpu.TmaStoreOp) -> None:
+    buf = smem_type(op.buf)
+    if buf.swizzle_bytes and row_bytes(buf) != buf.swizzle_bytes:
+        raise _fail(
+            op,
+            f"needs slot rows of exactly the swizzle span ({buf.swizzle_bytes} bytes), got "
+            f"{row_bytes(buf)}: one TMA box per slot",
+        )
+
+
+def place_smem(kernel: func.FuncOp) -> None:
+    """Write every buffer's and barrier array's offset in the dynamic smem window."""
+    end = 0
+    allocs = [op for op in kernel.walk() if isinstance(op, nvgpu.SmemAllocOp)]
+    allocs += [op for op in kernel.walk() if isinstance(op, nvgpu.MBarrierAllocOp)]
+    for op in allocs:
+        align = SMEM_ALIGN if isinstance(op, nvgpu.SmemAllocOp) else MBARRIER_BYTES
+        end = -(-end // align) * align
+        op.offset = IntegerAttr(end, i32)
+        end += allocation_bytes(op.results[0].type)
+
+
+def legalize_fragment_mask(op: nvgpu.FragmentMaskOp) -> None:
+    rows, cols = fragment_type(op.source).get_shape()
+    corners = [
+        max(row_k, 0) * (rows - 1) + max(col_k, 0) * (cols - 1)
+        for row_k, col_k, _ in op.conditions()
+    ]
+    op.skip_corners = DenseArrayBase.from_list(i32, corners)
+
+
+@dataclass(frozen=True)
+class LegalizeNvgpuPass(ModulePass):
+    """Write the smem placement and the descriptor, box and branch plans emit-ptx prints
+    (see the module docstring)."""
+
+    name = "legalize-nvgpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.ops:
+            if isinstance(kernel, func.FuncOp):
+                place_smem(kernel)
+        for inner in op.walk():
+            if isinstance(inner, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp):
+                legalize_wgmma(inner)
+            elif isinstance(inner, nvgpu.TmaLoadOp):
+                legalize_tma_load(inner)
+            elif isinstance(inner, nvgpu.TmaStoreOp):
+                legalize_tma_store(inner)
+            elif isinstance(inner, nvgpu.FragmentMaskOp):
+                legalize_fragment_mask(inner)

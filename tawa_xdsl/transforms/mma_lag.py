@@ -1,0 +1,110 @@
+"""`mma-lag`: keep the slots of the last P uses held while their MMAs run.
+
+With MMA depth P, in a consumer loop the release of a ring feeding a dot runs L = min(P, D) - 1
+uses late (D: the ring depth; holding more uses than slots would deadlock the producer):
+
+    %oldest = arith.subi %i, %lag              %held = arith.subi %i, %start
+    %full = arith.cmpi sge, %held, %lag
+    scf.if %full { aref.consumed %ring[%oldest] lag(L) }
+    ...
+    aref.drain %ring[%start, %end] lag(L)      after the loop: uses max(end - L, start) .. end-1
+
+so at most L + 1 uses are held, and P larger than the trip count releases everything in the
+drain. The lag is data on the release (`lag(L)`) and the drain an op: lower-aref expands the
+drain and copies the lag onto the arrive it emits, lower-to-nvgpu waits for all but L wgmma
+groups before it, the interpreters and the verifier's extractor read it.
+
+Options:
+  mma_depth: int = 1   MMA depth P >= 1 (1: every release stays right after its use).
+
+Refused: input not produced by distribute, mma_depth < 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp, i32
+from xdsl.ir import BlockArgument
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawa_xdsl.dialects import aref, tile
+from tawa_xdsl.transforms.ws_utils import LAYOUT_OPS, consumer_groups, error, find_kernel
+
+PASS = "mma-lag"
+
+
+def _feeds_dot(get: aref.GetOp) -> bool:
+    frontier = list(get.values)
+    while frontier:
+        value = frontier.pop()
+        for use in value.uses:
+            if isinstance(use.operation, tile.DotOp):
+                return True
+            if isinstance(use.operation, (*LAYOUT_OPS, tile.ExtractSliceOp)):
+                frontier.append(use.operation.results[0])
+    return False
+
+
+def delay_releases(group: aref.GroupOp, depth: int) -> None:
+    """Release every dot-feeding use of `group`'s loops min(depth, D) - 1 uses late."""
+    for consumed in [op for op in group.body.walk() if isinstance(op, aref.ConsumedOp)]:
+        ring_type = consumed.ring.type
+        assert isinstance(ring_type, aref.RingType)
+        # Holding more uses than the ring has slots would deadlock the producer.
+        lag_value = min(depth, ring_type.depth.data) - 1
+        if lag_value == 0:
+            continue
+        loop = consumed.parent_op()
+        index = consumed.index
+        if not isinstance(loop, scf.ForOp) or not isinstance(index, BlockArgument):
+            continue
+        if index.block is not loop.body.block or index.index == 0:
+            continue
+        gets = [
+            op
+            for op in loop.body.block.ops
+            if isinstance(op, aref.GetOp) and op.ring is consumed.ring and op.index is index
+        ]
+        if not gets or not _feeds_dot(gets[0]):
+            continue
+        slot = index.index - 1
+        start, end = loop.iter_args[slot], loop.results[slot]
+        # In the loop: release use i - (P-1) once i - start >= P-1.
+        lag = arith.ConstantOp.from_int_and_width(lag_value, i32)
+        older = arith.SubiOp(index, lag.result)
+        done = arith.SubiOp(index, start)
+        ready = arith.CmpiOp(done.result, lag.result, "sge")
+        lag.result.name_hint, older.result.name_hint = "lag", "oldest"
+        done.result.name_hint, ready.result.name_hint = "held", "full"
+        late = aref.ConsumedOp(consumed.ring, older.result, lag_value)
+        release = scf.IfOp(ready.result, [], [late, scf.YieldOp()])
+        Rewriter.replace_op(consumed, [lag, older, done, ready, release])
+        # After the loop: release the last min(trip count, L) uses.
+        Rewriter.insert_op(
+            aref.DrainOp(consumed.ring, start, end, lag_value), InsertPoint.after(loop)
+        )
+
+
+@dataclass(frozen=True)
+class MmaLagPass(ModulePass):
+    """Releases of dot-feeding uses lagged by min(P, D) - 1 uses, drained after the loop.
+
+    Options:
+      mma_depth: int = 1   MMA depth P: uses held before the oldest is released.
+    """
+
+    name = "mma-lag"
+
+    mma_depth: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernel = find_kernel(op, PASS)
+        if self.mma_depth < 1:
+            raise error(kernel, PASS, f"mma-depth must be at least 1, got {self.mma_depth}")
+        for group in consumer_groups(kernel, PASS):
+            if self.mma_depth > 1:
+                delay_releases(group, self.mma_depth)

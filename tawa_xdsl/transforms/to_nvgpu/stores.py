@@ -1,0 +1,151 @@
+"""Tile stores of a consumer group, in either form (option `epilogue`), whatever computed the
+stored fragment.
+
+* `global`: `nvgpu.fragment_store_global`, st.global of each register pair (of each row
+  value, for a row vector), clipped to the tensor.
+* `tma`: through smem and a TMA store. Each consumer warpgroup owns a staging buffer of
+  128B-swizzled slots of `rows x span` (span = 128 bytes of elements; one slot per column
+  slab of its fragment). Per store: thread 0 of each warpgroup waits until its previous TMA
+  store has read the staging slots (`tma_store_wait 0`), the consumers meet on named barrier
+  2 (all consumer threads), every thread writes its fragment (`fragment_store`, conflict-free
+  st.shared), fences the generic proxy (`fence_proxy_async`), the consumers meet again, and
+  thread 0 of each warpgroup issues one TMA store per slab and commits them. Nothing waits
+  for the global writes: in persistent kernels they overlap the next tile's main loop. The
+  output descriptor is re-blocked to the TMA box `rows x span` (leading unit dims kept: a
+  `1 x rows x span` box of a rank-3 descriptor); a descriptor that is also loaded, a tile
+  whose columns are not a multiple of the span, or a row vector keeps the st.global form.
+  Before the consumers exit, `tma_store_wait 0`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from tawa_xdsl.dialects import nvgpu, tile
+from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.transforms.to_nvgpu.common import Threads, fail, if_op, insert_before, is_tile
+
+EPILOGUES = ("global", "tma")
+EPILOGUE_BARRIER_ID = 2  # the consumers' staging barrier (lower-aref's producer barrier is 1)
+SWIZZLE_BYTES = 128
+
+
+def global_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
+    """st.global of the fragment, clipped to the tensor."""
+    Rewriter.replace_op(op, nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets)))
+
+
+class TmaEpilogue:
+    """The `epilogue=tma` stores of one consumer group (see the module docstring)."""
+
+    def __init__(
+        self,
+        threads: Threads,
+        base: int,
+        warpgroups: int,
+        consumer_threads: int,
+        boxes: dict[SSAValue, DescType],
+        body: Block,
+    ):
+        self.threads, self.base, self.warpgroups = threads, base, warpgroups
+        self.consumer_threads = consumer_threads
+        self.boxes = boxes
+        self.body = body
+        self.staging: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}  # desc -> (buf, slot0)
+
+    def _box(self, op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
+        """The TMA box `[1, ...,] rows x span` of the store, or None when it keeps st.global."""
+        desc, value = op.desc, op.value.type  # a fragment once its convert is lowered
+        assert isinstance(desc.type, DescType) and isinstance(value, TensorType | FragmentType)
+        shape = value.get_shape()
+        if len(shape) != 2 or not isinstance(desc, BlockArgument):
+            return None
+        lead = desc.type.get_block_shape()[:-2]
+        if any(d != 1 for d in lead):
+            return None
+        span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
+        rows, cols = shape
+        if cols % span or rows % 64 or rows > 256:
+            return None
+        users = {type(u.operation) for u in desc.uses}
+        if not users <= {tile.StoreOp, tile.StoreSliceOp, nvgpu.TmaStoreOp}:
+            return None  # also loaded: its tensor map keeps the block as box
+        box = DescType((*lead, rows, span), value.element_type)
+        previous = self.boxes.get(desc)
+        return box if previous is None or previous == box else None
+
+    def accepts(self, op: tile.StoreOp | tile.StoreSliceOp) -> bool:
+        return self._box(op) is not None
+
+    def _staging(self, op: tile.StoreOp | tile.StoreSliceOp) -> tuple[SSAValue, SSAValue]:
+        """The staging buffer of `op.desc` (allocated once, at the top of the group body) and
+        the first slot of this warpgroup."""
+        if op.desc in self.staging:
+            return self.staging[op.desc]
+        value = op.value.type
+        assert isinstance(value, TensorType | FragmentType)
+        rows, cols = value.get_shape()
+        span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
+        slabs = cols // span
+        buf = nvgpu.SmemAllocOp(
+            nvgpu.SmemType((self.warpgroups * slabs, rows, span), value.element_type, 128)
+        )
+        buf.buf.name_hint = "c_stage"
+        ops: list[Operation] = [buf]
+        if self.warpgroups > 1:
+            offset = arith.ConstantOp(IntegerAttr(self.base, i32))
+            local = arith.SubiOp(self.threads.warpgroup, offset)
+            per_wg = arith.ConstantOp(IntegerAttr(slabs, i32))
+            slot0 = arith.MuliOp(local, per_wg)
+            ops += [offset, local, per_wg, slot0]
+            first = slot0.result
+        else:
+            first = self.threads.zero
+        assert self.body.first_op is not None
+        insert_before(self.body.first_op, ops)
+        self.staging[op.desc] = (buf.buf, first)
+        return self.staging[op.desc]
+
+    def store(self, op: tile.StoreOp | tile.StoreSliceOp) -> None:
+        box = self._box(op)
+        assert box is not None
+        self.boxes[op.desc] = box
+        buf, slot0 = self._staging(op)
+        value = op.value.type
+        assert isinstance(value, TensorType | FragmentType)
+        span = box.get_block_shape()[-1]
+        is_t0 = self.threads.is_thread0
+        *outer, first_col = op.offsets
+        stores: list[Operation] = []
+        for j in range(value.get_shape()[1] // span):
+            if j == 0:
+                col, slot = first_col, slot0
+            else:
+                delta = arith.ConstantOp(IntegerAttr(j * span, i32))
+                col_op = arith.AddiOp(first_col, delta)
+                step = arith.ConstantOp(IntegerAttr(j, i32))
+                slot_op = arith.AddiOp(slot0, step)
+                stores += [delta, col_op, step, slot_op]
+                col, slot = col_op.result, slot_op.result
+            stores.append(nvgpu.TmaStoreOp(op.desc, [*outer, col], buf, slot))
+        stores.append(nvgpu.TmaStoreCommitOp())
+        if is_tile(op.value):
+            raise fail(op, "stores a tile that is not a register fragment")
+        ops: list[Operation] = [
+            if_op(is_t0, [nvgpu.TmaStoreWaitOp(0)]),
+            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            nvgpu.FragmentStoreOp(op.value, buf, slot0),
+            nvgpu.FenceProxyAsyncOp(),
+            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            if_op(is_t0, stores),
+        ]
+        Rewriter.replace_op(op, ops, [])
+
+    def finish(self) -> None:
+        """Before the consumers exit: their last TMA stores have read the staging slots."""
+        if self.staging:
+            self.body.add_op(if_op(self.threads.is_thread0, [nvgpu.TmaStoreWaitOp(0)]))

@@ -1,0 +1,250 @@
+"""`tile.dot` as a wgmma, and the wait groups that retire wgmmas.
+
+The operand types choose the form: A and B read from smem slots (`slots.SmemView`) give an
+SS `nvgpu.wgmma_mma_async` (B read N-major when its view is not transposed: an NxK slot
+through `tile.trans` is K-major), A a register fragment (`wgmma_operand_a`) an RS
+`nvgpu.wgmma_mma_async_rs`. Each dot is `wgmma_fence`, the wgmma, `wgmma_commit_group`.
+
+**Retiring.** A wgmma whose result only its loop carries (the accumulator of a K loop, O of
+P V) stays in flight; the loop retires it: after the body's last commit
+`wgmma_wait_group L`, L the smallest lag of the slot releases in the body (`release_lag`:
+an arrive on slot `(i - L) mod D` needs only the MMAs older than L groups done), and
+`wgmma_wait_group 0` after the loop. Any other result is read where it is (a softmax reads
+S, a branch yields it), so its wgmma is retired right after its commit (`wait_group 0`).
+
+**MMA overlap** (`overlap_mmas`, in a loop that `software-pipeline` gave a lookahead dot): the
+lookahead wgmma (QK^T(j+1) of an attention) is issued at the top of iteration j and waited
+for only after the loop's RS wgmma (P V(j)), so it runs under the fragment math of j:
+
+    if (j+1 < ub) { wait K(j+1) full; QK^T(j+1); commit } else { S(j+1) = undef }
+    softmax(j) on S(j)                           -- QK^T(j+1) in flight
+    wait V(j) full; [arrive V(j-L) empty]        -- a lagged release (MMA depth > 1)
+    O *= alpha; P V(j); commit
+    wgmma_wait_group 0                           -- QK^T(j+1) and P V(j) done
+    if (j+1 < ub) { arrive K(j+1) empty }; [arrive V(j) empty]
+
+Nothing is in flight across the back edge and no register of an in-flight wgmma is read or
+written: otherwise ptxas serializes every wgmma of the kernel (C7514 when O was rescaled with
+P V(j-1) still in flight from the previous iteration, C7515 when the else-branch wrote zeros
+into the lookahead's accumulator; hence the undefined fragment, which only reaches the loop's
+unused result). No barrier op moves: `place-releases` put the releases
+there at the aref level, so the mbarrier-level protocol `tawa-verify` proves after
+`lower-aref` is the one the GPU runs.
+
+**Ping-pong** (option `pingpong`, a group of two warpgroups, in every loop `overlap_mmas`
+rewrote): the two warpgroups take turns issuing their MMAs (`ping_pong`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawa_xdsl.dialects import aref, nvgpu, tile
+from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.transforms.to_nvgpu.common import fail, insert_after, insert_before
+from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
+
+
+def dot(op: tile.DotOp, views: dict[SSAValue, SmemView], dead: list[Operation]) -> None:
+    """`tile.dot %a, %b, %acc` -> fence, an SS or RS wgmma, commit (and wait, if its result
+    is read here: `stays_in_flight`)."""
+    b = views.get(op.rhs)
+    if b is None:
+        raise fail(op, "needs B read from an smem slot")
+    acc = fresh_acc(op, dead)
+    a = views.get(op.lhs)
+    if a is not None:
+        if a.transposed:
+            raise fail(op, "needs a K-major A (an untransposed MxK slot)")
+        mma: Operation = nvgpu.WgmmaMmaAsyncOp(
+            a.buf, a.slot, b.buf, b.slot, acc, a_row=a.row, transpose_b=not b.transposed
+        )
+    elif isinstance(op.lhs.type, FragmentType):
+        mma = nvgpu.WgmmaMmaAsyncRsOp(op.lhs, b.buf, b.slot, acc, transpose_b=not b.transposed)
+    else:
+        raise fail(op, "needs A from an smem slot or a register fragment")
+    tail: list[Operation] = [nvgpu.WgmmaCommitGroupOp()]
+    if not stays_in_flight(op):
+        tail.append(nvgpu.WgmmaWaitGroupOp(0))
+    Rewriter.replace_op(op, [nvgpu.WgmmaFenceOp(), mma, *tail], [mma.results[0]])
+
+
+def stays_in_flight(op: tile.DotOp) -> bool:
+    """Whether the dot's result only goes to the yield of the loop around it (a carried
+    accumulator, retired by the loop); else the wgmma is retired after its commit."""
+    block = op.parent_block()
+    if block is None or not isinstance(block.parent_op(), scf.ForOp):
+        return False
+    uses = list(op.results[0].uses)
+    return bool(uses) and all(u.operation is block.last_op for u in uses)
+
+
+def fresh_acc(op: tile.DotOp, dead: list[Operation]) -> SSAValue:
+    """The accumulator; a splat gets a clone of its own right before the dot, so the
+    wgmma accumulates in place into registers nothing else reads (a splat hoisted out of
+    the loop would otherwise be overwritten by the first iteration)."""
+    acc = op.acc
+    owner = acc.owner
+    if isinstance(owner, nvgpu.FragmentSplatOp):
+        clone = nvgpu.FragmentSplatOp(owner.value, owner.result.type)  # type: ignore[arg-type]
+        insert_before(op, [clone])
+        dead.append(owner)  # erased with the block's views once unused
+        return clone.result
+    return acc
+
+
+def schedule_loop(loop: scf.ForOp, pingpong: bool = False, warpgroups: int = 1) -> None:
+    """The wgmma schedule of a lowered loop: the MMA overlap (and ping-pong) where the loop
+    has a lookahead dot, then the waits that retire the wgmmas it carries."""
+    if overlap_mmas(loop) and pingpong and warpgroups == 2:
+        ping_pong(loop)
+    body = loop.body.block
+    commits = [o for o in body.ops if isinstance(o, nvgpu.WgmmaCommitGroupOp)]
+    if commits:
+        # A body that already waits right after its last commit keeps its own waits.
+        if not isinstance(commits[-1].next_op, nvgpu.WgmmaWaitGroupOp):
+            insert_after(commits[-1], [nvgpu.WgmmaWaitGroupOp(release_lag(body))])
+        insert_after(loop, [nvgpu.WgmmaWaitGroupOp(0)])
+
+
+def release_lag(body: Block) -> int:
+    """How many wgmma groups may stay in flight when the body's releases run: the smallest
+    `tawa.lag` (what lower-aref copied from `aref.consumed ... lag(L)`) over the arrives in
+    `body`; 0 for an unlagged release."""
+    lags = []
+    for op in body.walk():
+        if isinstance(op, nvgpu.MBarrierArriveOp):
+            lag = op.attributes.get(aref.LAG_ATTR)
+            lags.append(lag.value.data if isinstance(lag, IntegerAttr) else 0)
+    return min(lags) if lags else 0
+
+
+def _lookahead_mma(body: Block) -> tuple[scf.IfOp, nvgpu.WgmmaWaitGroupOp] | None:
+    """The lookahead of `body` (the `scf.if` that `software-pipeline` marked stage 0 and that
+    yields the next iteration's S) and the `wait_group` its wgmma ends with."""
+    for op in body.ops:
+        if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0 and op.results:
+            then = op.true_region.block
+            waits = [o for o in then.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
+            if len(waits) == 1:
+                return op, waits[0]
+    return None
+
+
+def overlap_mmas(loop: scf.ForOp) -> bool:
+    """Keep QK^T(j+1) in flight under softmax(j) (see the module docstring).
+
+    Applies to a loop body with one lookahead `scf.if` (an SS wgmma, `wait_group 0`, then the
+    K slot's release) and one RS wgmma (P V) whose result is loop-carried; anything else is
+    left as it is. Returns whether the loop was rewritten."""
+    body = loop.body.block
+    found = _lookahead_mma(body)
+    rs = [op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp)]
+    terminator = body.last_op
+    if found is None or len(rs) != 1 or not isinstance(terminator, scf.YieldOp):
+        return False
+    ahead, wait = found
+    pv = rs[0]
+    commit = pv.next_op
+    if not isinstance(commit, nvgpu.WgmmaCommitGroupOp) or pv.result not in terminator.operands:
+        return False
+    # A release inside the lookahead needs QK^T(j+1) done there: keep the synchronous form.
+    # (`place-releases` puts K(j+1)'s release after P V(j): this lowering
+    # moves no release, so the protocol `tawa-verify` proves after `lower-aref` is the one the
+    # GPU runs.)
+    if any(isinstance(o, nvgpu.MBarrierArriveOp) for o in ahead.true_region.block.walk()):
+        return False
+    Rewriter.erase_op(wait)
+    Rewriter.insert_op(nvgpu.WgmmaWaitGroupOp(0), InsertPoint.after(commit))
+    _leave_undefined(ahead, loop)
+    return True
+
+
+def _leave_undefined(ahead: scf.IfOp, loop: scf.ForOp) -> None:
+    """The lookahead's else-branch runs in the last iteration only, so the S(j+1) it yields
+    reaches nothing but the loop's result: when that is unused, yield an undefined fragment
+    instead of zeros. ptxas serializes every wgmma of a kernel that writes a wgmma
+    accumulator's registers with other instructions in a branch (C7515)."""
+    else_yield = ahead.false_region.block.last_op
+    loop_yield = loop.body.block.last_op
+    assert isinstance(else_yield, scf.YieldOp) and isinstance(loop_yield, scf.YieldOp)
+    operands = list(else_yield.operands)
+    for k, (result, value) in enumerate(zip(ahead.results, operands, strict=True)):
+        uses = list(result.uses)
+        if not isinstance(value.type, FragmentType) or len(uses) != 1:
+            continue
+        if uses[0].operation is not loop_yield or loop.results[uses[0].index].uses:
+            continue
+        undef = nvgpu.FragmentUndefOp(value.type)
+        Rewriter.insert_op(undef, InsertPoint.before(else_yield))
+        operands[k] = undef.result
+    zeros = [v.owner for v in else_yield.operands if isinstance(v.owner, nvgpu.FragmentSplatOp)]
+    else_yield.operands = operands
+    for splat in zeros:
+        if not splat.result.uses:
+            scalar = splat.value.owner
+            Rewriter.erase_op(splat)
+            if isinstance(scalar, arith.ConstantOp) and not scalar.result.uses:
+                Rewriter.erase_op(scalar)
+
+
+# The named barrier of consumer warpgroup 0 and 1 (1: lower-aref's producer barrier, 2: the
+# TMA epilogue's): a warpgroup waits at its own for its turn and arrives at the other's.
+PINGPONG_BARRIERS = (3, 4)
+PINGPONG_THREADS = 256  # one warpgroup syncs, the other arrives
+
+
+def _by_warpgroup(wg: SSAValue, first: list[Operation], second: list[Operation]) -> list[Operation]:
+    """`scf.if (wg == 0) { first } else { second }` (warpgroup-uniform), with its condition."""
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    is_first = arith.CmpiOp(wg, zero, "eq")
+    branch = scf.IfOp(is_first, [], [*first, scf.YieldOp()], [*second, scf.YieldOp()])
+    return [zero, is_first, branch]
+
+
+def ping_pong(loop: scf.ForOp) -> None:
+    """Take turns with the other consumer warpgroup issuing MMAs (FlashAttention-3's
+    warpgroup ping-pong), so that one's softmax runs under the other's wgmmas.
+
+    A turn of iteration j runs from P V(j) to QK^T(j+2) (the lookahead at the top of j+1):
+
+        if (wg == 1 && lb < ub) arrive(bar[0])          -- warpgroup 0 goes first
+        for j:
+          if (j > lb) arrive(bar[1 - wg])               -- end of the turn of j-1
+          softmax(j) ...
+          sync(bar[wg])                                 -- my turn: the other's turn is over
+          P V(j); ...
+        if (wg == 0 && lb < ub) arrive(bar[1])          -- end of warpgroup 0's last turn
+
+    Each barrier completes once per turn: 128 threads sync at their own, the other 128
+    arrive (n arrivals and n syncs on each for n iterations, none left pending). Both
+    warpgroups run the same trip count (the loop bounds are per CTA)."""
+    body = loop.body.block
+    pv = next(op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp))
+    fence = pv.prev_op
+    anchor = fence if isinstance(fence, nvgpu.WgmmaFenceOp) else pv
+    ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
+    mine, other = PINGPONG_BARRIERS
+    wg = aref.WarpgroupIndexOp()
+    runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
+    insert_before(loop, [wg, runs])
+
+    def arrive(barrier: int) -> list[Operation]:
+        return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
+
+    def sync(barrier: int) -> list[Operation]:
+        return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
+
+    def guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
+        return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
+
+    insert_before(loop, [guarded(runs.result, _by_warpgroup(wg.result, [], arrive(mine)))])
+    after = _by_warpgroup(wg.result, arrive(other), [])
+    Rewriter.insert_op(guarded(runs.result, after), InsertPoint.after(loop))
+    insert_before(anchor, _by_warpgroup(wg.result, sync(mine), sync(other)))
+    later = arith.CmpiOp(body.args[0], loop.lb, "ne")
+    top = guarded(later.result, _by_warpgroup(wg.result, arrive(other), arrive(mine)))
+    Rewriter.insert_op([later, top], InsertPoint.after(ahead))

@@ -1,0 +1,85 @@
+// legalize-nvgpu writes the plans emit-ptx prints: wgmma descriptor bits and steps, TMA
+// boxes per 128-byte column slab, and the corner bounds of a mask's uniform skip.
+// RUN: tawa-opt %s -p legalize-nvgpu --split-input-file | filecheck %s
+// RUN: tawa-opt %s -p legalize-nvgpu,legalize-nvgpu --split-input-file | filecheck %s
+
+// CHECK-LABEL: func.func @ss_k_major
+func.func @ss_k_major(%a_buf: !nvgpu.smem<1x128x64xf16, swizzle 128>, %b_buf: !nvgpu.smem<1x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 128x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  // K-major 128B swizzle: SBO 1024 B, LBO 1; A steps 32 B (+2) per k16, 64 rows (+512) per block.
+  // 4611686293305360384 = 0x4000004000010000 (hopper-ptx.md 4.3).
+  // CHECK: nvgpu.wgmma_mma_async {{.*}} {b_desc_bits = 4611686293305360384 : i64, b_desc_steps = array<i64: 0, 2, 4, 6>, a_desc_bits = 4611686293305360384 : i64, a_desc_steps = array<i64: 0, 2, 4, 6, 512, 514, 516, 518>}
+  %r = nvgpu.wgmma_mma_async %a_buf[%c0], %b_buf[%c0], %acc : !nvgpu.smem<1x128x64xf16, swizzle 128>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 128x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @ss_slabs
+func.func @ss_slabs(%a_buf: !nvgpu.smem<1x64x128xf16, swizzle 128>, %b_buf: !nvgpu.smem<1x64x128xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  // 256-byte rows are two 64x128 B slabs: k16 steps 0..3 in slab 0, 4..7 at +8192 B (+512).
+  // CHECK: b_desc_steps = array<i64: 0, 2, 4, 6, 512, 514, 516, 518>
+  // CHECK-SAME: a_desc_steps = array<i64: 0, 2, 4, 6, 512, 514, 516, 518>
+  %r = nvgpu.wgmma_mma_async %a_buf[%c0], %b_buf[%c0], %acc : !nvgpu.smem<1x64x128xf16, swizzle 128>, !nvgpu.smem<1x64x128xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rs_mn_major
+func.func @rs_mn_major(%p: !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, %v_buf: !nvgpu.smem<1x64x64xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  // MN-major B (transpose_b): LBO = 64 rows x 128 B, k16 step = 16 rows (+128); no A plan.
+  // CHECK: nvgpu.wgmma_mma_async_rs {{.*}} transpose_b {b_desc_bits = 4611686293338849280 : i64, b_desc_steps = array<i64: 0, 128, 256, 384>}
+  %r = nvgpu.wgmma_mma_async_rs %p, %v_buf[%c0], %acc transpose_b : !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @tma_boxes
+func.func @tma_boxes(%q: !tile.desc<64x128xf16>, %k: !tile.desc<64x64xf16>, %i: i32) {
+  %c0 = arith.constant 0 : i32
+  %q_buf = nvgpu.smem_alloc : !nvgpu.smem<1x64x128xf16, swizzle 128>
+  %k_buf = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
+  %bars = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<2>
+  // One box per 64-column slab: the second lands 8192 B on, 64 columns right.
+  // CHECK: nvgpu.tma_load {{.*}} {box_smem_offsets = array<i32: 0, 8192>, box_col_offsets = array<i32: 0, 64>}
+  nvgpu.tma_load %q[%c0, %i] -> %q_buf[%c0], %bars[%c0] : !tile.desc<64x128xf16>, !nvgpu.smem<1x64x128xf16, swizzle 128>, !nvgpu.mbarrier<2>
+  // Rows of exactly the span: one box.
+  // CHECK: nvgpu.tma_load {{.*}} {box_smem_offsets = array<i32: 0>, box_col_offsets = array<i32: 0>}
+  nvgpu.tma_load %k[%c0, %i] -> %k_buf[%c0], %bars[%c0] : !tile.desc<64x64xf16>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.mbarrier<2>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mask_corners
+func.func @mask_corners(%s: !nvgpu.fragment<wgmma_acc, 128x64xf32>, %seq: i32, %diag: i32) {
+  %ninf = arith.constant 0xFF800000 : f32
+  // Keys past the end (0 r + 1 c < seq): largest left side 63. Causal (-r + c < diag): 63.
+  // CHECK: nvgpu.fragment_mask {{.*}} skip_corners = array<i32: 63, 63>
+  %m = nvgpu.fragment_mask %s, %ninf where [%seq, %diag] {row_coefficients = array<i32: 0, -1>, col_coefficients = array<i32: 1, 1>} : !nvgpu.fragment<wgmma_acc, 128x64xf32>, f32
+  // Rows count too: r + 0 c < bound peaks at row 127.
+  // CHECK: nvgpu.fragment_mask {{.*}} skip_corners = array<i32: 127>
+  %n = nvgpu.fragment_mask %s, %ninf where [%seq] {row_coefficients = array<i32: 1>, col_coefficients = array<i32: 0>} : !nvgpu.fragment<wgmma_acc, 128x64xf32>, f32
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @smem_placement
+func.func @smem_placement() {
+  // Buffers first, each 1024-aligned: 3 x 8 KiB, then 2 KiB (64x16xf16), then the barriers,
+  // 8 bytes each.
+  // CHECK: nvgpu.smem_alloc {offset = 0 : i32} : !nvgpu.smem<3x64x64xf16, swizzle 128>
+  %a = nvgpu.smem_alloc : !nvgpu.smem<3x64x64xf16, swizzle 128>
+  // CHECK-NEXT: nvgpu.mbarrier_alloc {offset = 26624 : i32} : !nvgpu.mbarrier<3>
+  %full = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
+  // CHECK-NEXT: nvgpu.smem_alloc {offset = 24576 : i32} : !nvgpu.smem<1x64x16xf16, swizzle 0>
+  %bias = nvgpu.smem_alloc : !nvgpu.smem<1x64x16xf16>
+  // CHECK-NEXT: nvgpu.mbarrier_alloc {offset = 26648 : i32} : !nvgpu.mbarrier<3>
+  %empty = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
+  func.return
+}

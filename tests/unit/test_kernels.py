@@ -1,0 +1,138 @@
+"""The library kernels of `tawa_xdsl.kernels` in the tile interpreter against numpy, for every
+element type they take, plus what their helpers refuse.
+
+The GEMM runs on small blocks (ragged shapes: TMA zero-fill and clipped stores) for f16, bf16
+and fp8 (e4m3, e5m2) inputs into bf16 and f16 outputs; attention for f16 and bf16, causal and
+not, with and without the log-sum-exp. The stored values are checked against the output
+type's rounding of a float64 reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tawa_xdsl.language as tl
+from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.kernels import attention, gemm
+
+NUMPY = {
+    tl.float16: np.dtype(np.float16),
+    tl.bfloat16: np.dtype(ml_dtypes.bfloat16),
+    tl.float8e4nv: np.dtype(ml_dtypes.float8_e4m3fn),
+    tl.float8e5: np.dtype(ml_dtypes.float8_e5m2),
+}
+# Half an ulp of the output type (the one rounding of the f32 accumulator), doubled.
+RTOL = {tl.float16: 2**-10, tl.bfloat16: 2**-7}
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "out_dtype"),
+    [
+        (tl.float16, None),
+        (tl.bfloat16, None),
+        (tl.float8e4nv, None),
+        (tl.float8e4nv, tl.float16),
+        (tl.float8e5, tl.bfloat16),
+    ],
+    ids=str,
+)
+def test_gemm_matches_numpy_for_every_element_type(dtype: tl.dtype, out_dtype) -> None:
+    m, n, k, block = 70, 40, 100, (32, 16, 32)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k)).astype(NUMPY[dtype])
+    b = rng.standard_normal((n, k)).astype(NUMPY[dtype])
+    out = out_dtype or gemm.default_out_dtype(dtype)
+    c = np.full((m, n), np.nan, NUMPY[out])
+    module = gemm.gemm_tile_ir(*block, dtype, group_m=2, out_dtype=out_dtype)
+    run_kernel(module, (cdiv(m, block[0]) * cdiv(n, block[1]),), [a, b, c, m, n, k])
+    expected = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c.astype(np.float64), expected, rtol=RTOL[out], atol=1e-3)
+
+
+def test_gemm_output_type_follows_the_input_type() -> None:
+    assert gemm.default_out_dtype(tl.float16) == tl.float16
+    assert gemm.default_out_dtype(tl.float8e4nv) == tl.bfloat16
+    text = str(gemm.gemm_tile_ir(128, 256, 128, tl.float8e4nv))
+    assert "%c_desc: !tile.desc<128x256xbf16>" in text
+    assert "tensor<128x128xf8E4M3FN>, tensor<128x256xf8E4M3FN> -> tensor<128x256xf32>" in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dtype": tl.float32}, "gemm: dtype must be float16, bfloat16 or fp8, got tl.float32"),
+        (
+            {"dtype": tl.float8e4nv, "out_dtype": tl.float32},
+            "gemm: out_dtype must be float16 or bfloat16, got tl.float32",
+        ),
+    ],
+)
+def test_gemm_refuses_other_element_types(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        gemm.gemm_tile_ir(**kwargs)
+
+
+def test_configs_are_what_the_kernel_compiles() -> None:
+    """Every tuned config names the kernel's block sizes and fits its type: BLOCK_K = 128 for
+    fp8 (one 128-byte swizzled row), 64 for f16/bf16."""
+    assert gemm.configs_for(tl.bfloat16) is gemm.GEMM_CONFIGS
+    assert gemm.configs_for(tl.float8e4nv) is gemm.FP8_GEMM_CONFIGS
+    for dtype, block_k in ((tl.float16, 64), (tl.float8e4nv, 128)):
+        for config in gemm.configs_for(dtype):
+            assert config.kwargs["BLOCK_K"] == block_k
+            module = gemm.config_tile_ir(config, dtype)
+            assert f"arith.constant {config.kwargs.get('GROUP_M', 8)} : i32" in str(module)
+    assert gemm.grid(300, 200, gemm.GEMM_CONFIGS[2]) == (3, 1, 1)  # 128x256 tiles
+
+
+def attention_reference(q, k, v, scale: float, causal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """O and the natural-log log-sum-exp of the scaled scores, in float64."""
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[1:], bool)), s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    p = np.exp(s - top)
+    lse = (top + np.log(p.sum(-1, keepdims=True)))[..., 0]
+    return np.einsum("hqk,hkd->hqd", p / p.sum(-1, keepdims=True), v.astype(np.float64)), lse
+
+
+@pytest.mark.parametrize("return_lse", [False, True], ids=["o", "o+lse"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_attention_matches_numpy(dtype: str, causal: bool, return_lse: bool) -> None:
+    heads, seq, head_dim, block_m = 2, 90, 32, 64
+    element = NUMPY[attention.DTYPES[dtype]]
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((heads, seq, head_dim)).astype(element) for _ in range(3))
+    o = np.full_like(q, np.nan)
+    lse = np.full((heads, 92), np.nan, np.float32)[:, :seq]  # rows 16-byte aligned
+    scale = 1 / math.sqrt(head_dim)
+    module = attention.tile_module(head_dim, dtype, causal, 32, return_lse, block_m=block_m)
+    args = [q, k, v, o, *([lse] if return_lse else []), seq, scale]
+    run_kernel(module, (cdiv(seq, block_m), heads), args)
+    expected_o, expected_lse = attention_reference(q, k, v, scale, causal)
+    # P is rounded to the element type before P V: up to half an ulp of each weight
+    atol = {"f16": 2e-3, "bf16": 2e-2}[dtype]
+    np.testing.assert_allclose(o.astype(np.float64), expected_o, atol=atol)
+    if return_lse:
+        np.testing.assert_allclose(lse, expected_lse, atol=1e-4)
+
+
+def test_attention_refuses_other_element_types() -> None:
+    with pytest.raises(ValueError, match="^attention: dtype must be f16 or bf16, got f32$"):
+        attention.tile_module(64, "f32")
+
+
+def test_attention_defaults_are_the_benchmarked_configuration() -> None:
+    assert attention.default_block_n(64) == attention.default_block_n(128) == 128
+    assert attention.default_registers(128, 128) == (24, 240)
+    assert attention.default_registers(64, 128) is None
+    assert attention.grid(300, 48) == (3, 48, 1)

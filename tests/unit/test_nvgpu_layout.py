@@ -1,0 +1,138 @@
+"""Fragment layouts cover their tiles exactly once, and agree with the PTX ISA formulas."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from xdsl.dialects.builtin import BFloat16Type, Float32Type
+
+from tawa_xdsl.dialects.nvgpu import FragmentType
+from tawa_xdsl.dialects.nvgpu.layout import (
+    INT_ARITH,
+    WGMMA_ACC,
+    WGMMA_OPERAND_A,
+    WGMMA_ROW,
+    FragmentLayout,
+    layout_of,
+    registers_per_thread,
+)
+
+
+@pytest.mark.parametrize("shape", [(64, 8), (64, 128), (128, 256), (128, 64)])
+def test_wgmma_acc_is_a_bijection_with_owner_as_inverse(shape):
+    seen = set()
+    for t in range(128):
+        for v in range(WGMMA_ACC.values_per_thread(shape)):
+            rc = WGMMA_ACC.coords(shape, t, v)
+            assert rc not in seen
+            seen.add(rc)
+            assert WGMMA_ACC.owner(shape, *rc) == (t, v)
+    assert seen == {(r, c) for r in range(shape[0]) for c in range(shape[1])}
+
+
+def test_wgmma_acc_matches_the_isa_figure():
+    # thread 5 = warp 0, lane 5: rows 1 and 9, columns 2, 3 of each 8-column group
+    assert [WGMMA_ACC.coords((64, 16), 5, v) for v in range(8)] == [
+        (1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (1, 11), (9, 10), (9, 11)
+    ]  # fmt: skip
+
+
+def test_operand_a_registers_are_the_isa_a_fragment():
+    # register j of a k16 slice packs values 2j, 2j + 1 at (r, k), (r + 8, k), (r, 8 + k), ...
+    lane = 6  # r = 1, k = 4
+    got = [WGMMA_OPERAND_A.coords((64, 16), lane, 2 * j) for j in range(4)]
+    assert got == [(1, 4), (9, 4), (1, 12), (9, 12)]
+
+
+def test_row_layout_is_the_row_of_each_accumulator_value():
+    shape = (128, 32)
+    for t in (0, 37, 127):
+        for v in range(WGMMA_ACC.values_per_thread(shape)):
+            row = WGMMA_ACC.coords(shape, t, v)[0]
+            j = WGMMA_ROW.acc_value_row(v, shape[1])
+            assert WGMMA_ROW.coords((128,), t, j) == (row,)
+
+
+# ------------------------------------------------------------- the layout object's new answers
+
+
+class RecordingArith:
+    """`IndexArith` on strings: shows that the origin is one formula, evaluated symbolically."""
+
+    def shr(self, x: str, bits: int) -> str:
+        return f"({x} >> {bits})"
+
+    def shl(self, x: str, bits: int) -> str:
+        return f"({x} << {bits})"
+
+    def mask(self, x: str, bits: int) -> str:
+        return f"({x} & {bits})"
+
+    def add(self, x: str, y: str) -> str:
+        return f"({x} + {y})"
+
+
+def test_thread_origin_is_the_isa_formula_symbolically_and_on_ints():
+    row, col = WGMMA_ACC.thread_origin("t", RecordingArith())
+    assert row == "(((t >> 5) << 4) + ((t & 31) >> 2))"
+    assert col == "(((t & 31) & 3) << 1)"
+    for t in range(128):
+        assert WGMMA_ACC.thread_origin(t, INT_ARITH) == (
+            16 * (t >> 5) + ((t & 31) >> 2),
+            2 * (t & 3),
+        )
+
+
+@pytest.mark.parametrize("shape", [(64, 16), (128, 64)])
+def test_coords_are_origin_plus_value_offset(shape):
+    for layout in (WGMMA_ACC, WGMMA_OPERAND_A):
+        for t in (0, 5, 37, 127):
+            row0, col0 = layout.thread_origin(t, INT_ARITH)
+            for v in range(layout.values_per_thread(shape)):
+                drow, dcol = layout.value_offset(shape, v)
+                assert layout.coords(shape, t, v) == (row0 + drow, col0 + dcol)
+
+
+def test_row_layout_owner_is_the_first_lane_of_the_quad():
+    shape = (128,)
+    for row in range(128):
+        thread, value = WGMMA_ROW.owner(shape, row)
+        assert thread % 4 == 0
+        for lane in range(4):
+            assert WGMMA_ROW.coords(shape, thread + lane, value) == (row,)
+
+
+def test_operand_a_k_slice_registers_hold_that_slice():
+    shape = (128, 64)
+    for block in range(2):
+        for kk in range(4):
+            regs = WGMMA_OPERAND_A.k_slice_registers(shape, block, kk)
+            for reg in regs:
+                for value in (2 * reg, 2 * reg + 1):  # two 16-bit values per register
+                    row, col = WGMMA_OPERAND_A.coords(shape, 0, value)
+                    assert 64 * block <= row < 64 * (block + 1)
+                    assert 16 * kk <= col < 16 * (kk + 1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "message"),
+    [
+        (FragmentLayout.WGMMA_ACC, (32, 64), "rows must be a positive multiple of 64, got 32"),
+        (FragmentLayout.WGMMA_ACC, (64, 12), "columns must be a multiple of 8 in 8..256"),
+        (FragmentLayout.WGMMA_ROW, (96,), "rows must be a positive multiple of 64, got 96"),
+        (FragmentLayout.WGMMA_OPERAND_A, (64, 8), "multiple of 16 (wgmma K), got 8"),
+    ],
+)
+def test_check_rejects_shapes_the_layout_cannot_hold(kind, shape, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        layout_of(kind).check(shape)
+
+
+def test_fragment_type_asks_its_layout():
+    ty = FragmentType(FragmentLayout.WGMMA_ACC, [128, 64], BFloat16Type())
+    assert ty.layout_object is WGMMA_ACC
+    assert ty.values_per_thread() == WGMMA_ACC.values_per_thread((128, 64)) == 64
+    assert ty.registers_per_thread() == registers_per_thread(64, 16) == 32
+    row = FragmentType(FragmentLayout.WGMMA_ROW, [128], Float32Type())
+    assert row.values_per_thread() == 4 and row.registers_per_thread() == 4
