@@ -26,7 +26,16 @@ from typing import Any
 
 from tawa_xdsl.version import __version__
 
-__all__ = ["Config", "TensorDescriptor", "__version__", "autotune", "jit", "language"]
+__all__ = [
+    "Config",
+    "TensorDescriptor",
+    "__version__",
+    "autotune",
+    "cdiv",
+    "jit",
+    "language",
+    "next_power_of_2",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -53,3 +62,13 @@ def __getattr__(name: str) -> Any:
 
         return language
     raise AttributeError(f"module 'tawa_xdsl' has no attribute '{name}'")
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division, as `triton.cdiv`: the number of `y`-blocks covering `x`."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= `n` (1 for n <= 1), as `triton.next_power_of_2`."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()

@@ -24,7 +24,15 @@ version; atomic writes), so a new process reuses them without timing again.
 
 The timer is pluggable (`timer=`): a callable taking a zero-argument launcher and returning
 milliseconds; the default is `triton.testing.do_bench` (median), else CUDA events through
-torch. `Autotuner.tune(key, run)` is the same search for callers that launch kernels
+torch, and it refuses in one line (`NoTimerError`) without a GPU.
+
+Triton's conventions hold: `Config(kwargs, num_warps=, num_stages=, num_ctas=, maxnreg=,
+pre_hook=)` (`num_warps`, `num_ctas`, `maxnreg` kept as hints that choose nothing, see `Config`;
+a pre-hook gets every argument by name, constexprs of the config included, before each launch
+of that config: it may set `desc.block_shape`); `autotune(configs, key,
+prune_configs_by={"early_config_prune": f, "perf_model": m, "top_k": k}, reset_to_zero=[...],
+restore_value=[...])`, the last two naming tensor arguments zeroed before, or restored after,
+each timed launch. `Autotuner.tune(key, run)` is the same search for callers that launch kernels
 themselves (bench/gemm.py).
 """
 
@@ -45,14 +53,41 @@ from tawa_xdsl.compiler import options_from_launch
 Timer = Callable[[Callable[[], None]], float]
 
 
+class NoTimerError(RuntimeError):
+    """Autotuning needs a GPU to time configs on, and none is usable."""
+
+
 class Config:
     """One point of the search: constexpr values and launch options (an option left out or
-    None takes the compiler's default)."""
+    None takes the compiler's default).
 
-    def __init__(self, kwargs: Mapping[str, Any] | None = None, **options: Any):
+    Triton's `num_warps`, `num_ctas` and `maxnreg` are accepted so that Triton configs carry
+    over, and kept as `hints`, but they choose nothing: a tawa kernel's warps follow from
+    `num_consumer_groups`, it runs one CTA per program, and its registers are `registers=`.
+    They are not launch options (a launch given one is refused, `compiler.unknown_option`).
+    `pre_hook` is called with every argument by name before each launch of this config."""
+
+    def __init__(
+        self,
+        kwargs: Mapping[str, Any] | None = None,
+        num_warps: int | None = None,
+        num_ctas: int | None = None,
+        maxnreg: int | None = None,
+        pre_hook: Callable[[dict[str, Any]], None] | None = None,
+        **options: Any,
+    ):
         self.kwargs = dict(kwargs or {})
+        self.num_warps, self.num_ctas, self.maxnreg = num_warps, num_ctas, maxnreg
+        given = {"num_warps": num_warps, "num_ctas": num_ctas, "maxnreg": maxnreg}
+        self.hints = {k: v for k, v in given.items() if v is not None}
+        self.pre_hook = pre_hook
         self.launch = {k: v for k, v in options.items() if v is not None}
         self.compile_options = options_from_launch(self.launch)  # refuses unknown options
+
+    @property
+    def num_stages(self) -> int | None:
+        """Triton's attribute (pruning functions read it): the ring depth, None for the default."""
+        return self.launch.get("num_stages")
 
     def options(self) -> dict[str, Any]:
         """The launch options this config sets."""
@@ -63,7 +98,8 @@ class Config:
         return {**dict(self.kwargs), **self.options()}
 
     def to_json(self) -> dict[str, Any]:
-        return {"kwargs": dict(self.kwargs), **self.options()}
+        """Constexprs, options and hints (the pre-hook, code, is not data)."""
+        return {"kwargs": dict(self.kwargs), **self.options(), **self.hints}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Config:
@@ -85,12 +121,19 @@ class Config:
 
     def __str__(self) -> str:
         parts = [f"{k}={v}" for k, v in self.kwargs.items()]
-        parts += [f"{k}={v}" for k, v in self.options().items()]
+        parts += [f"{k}={v}" for k, v in {**self.options(), **self.hints}.items()]
         return ", ".join(parts)
 
 
 def default_timer(run: Callable[[], None]) -> float:
     """Median milliseconds of `run` on the GPU (triton.testing.do_bench, else CUDA events)."""
+    from tawa_xdsl.runtime import gpu_available
+
+    if not gpu_available():
+        raise NoTimerError(
+            "autotune: timing configs needs a usable GPU and none was found; pass timer=, or "
+            "launch the kernel with one config's keyword arguments"
+        )
     try:
         from triton.testing import do_bench
     except ImportError:
@@ -129,9 +172,21 @@ class Autotuner:
         timer: Timer | None = None,
         cache_dir: str | Path | None = None,
         use_disk: bool = True,
+        prune_configs_by: Mapping[str, Any] | None = None,
+        reset_to_zero: Sequence[str] = (),
+        restore_value: Sequence[str] = (),
     ):
         if not configs:
             raise ValueError("autotune needs at least one config")
+        unknown = set(prune_configs_by or {}) - {"early_config_prune", "perf_model", "top_k"}
+        if unknown:
+            raise ValueError(
+                f"autotune: prune_configs_by takes early_config_prune, perf_model and top_k; "
+                f"got {', '.join(sorted(unknown))}"
+            )
+        self.prune_configs_by = dict(prune_configs_by or {})
+        self.reset_to_zero = list(reset_to_zero)
+        self.restore_value = list(restore_value)
         self.fn = fn
         self.configs = list(configs)
         self.key = list(key)
@@ -212,22 +267,31 @@ class Autotuner:
 
     # --------------------------------------------------------------------------- search
 
-    def tune(self, key: tuple[Any, ...], run: Callable[[Config], Callable[[], None]]) -> Config:
+    def tune(
+        self,
+        key: tuple[Any, ...],
+        run: Callable[[Config], Callable[[], None]],
+        configs: Sequence[Config] | None = None,
+    ) -> Config:
         """The best config for `key`: cached (memory, then disk), else timed now. `run(config)`
-        prepares a launcher for that config (compiling it); errors skip the config."""
+        prepares a launcher for that config (compiling it); errors skip the config. `configs`
+        are the candidates (default: all; `pruned` gives Triton's pruning)."""
         if key in self.best:
             return self.best[key]
         cached = self._load(key)
         if cached is not None:
-            self.best[key] = cached
-            return cached
+            self.best[key] = self.with_hook(cached)
+            return self.best[key]
+        candidates = list(configs) if configs is not None else self.configs
         timings: dict[Config, float] = {}
-        for config in self.configs:
+        for config in candidates:
             try:
                 timings[config] = float(self.timer(run(config)))
+            except NoTimerError:
+                raise
             except Exception:  # noqa: BLE001 -- a config that cannot run is not a winner
                 timings[config] = math.inf
-        best = min(self.configs, key=lambda c: timings[c])
+        best = min(candidates, key=lambda c: timings[c])
         if math.isinf(timings[best]):
             raise RuntimeError(f"autotune: no config of {self._name()} ran for key {key}")
         self.best[key], self.timings[key] = best, timings
@@ -249,17 +313,57 @@ class Autotuner:
         bound = inspect.signature(fn).bind_partial(*args, **kwargs)
         return dict(bound.arguments)
 
+    def with_hook(self, config: Config) -> Config:
+        """`config` with the pre-hook of the equal config in the list (JSON carries none)."""
+        return next((c for c in self.configs if c == config), config)
+
+    def pruned(self, arguments: Mapping[str, Any]) -> list[Config]:
+        """The configs left by `prune_configs_by`: `early_config_prune(configs, named_args)`,
+        then the `top_k` (a count, or a fraction of the list) best by `perf_model`."""
+        configs = list(self.configs)
+        early = self.prune_configs_by.get("early_config_prune")
+        if early is not None:
+            configs = list(early(configs, dict(arguments)))
+        model = self.prune_configs_by.get("perf_model")
+        top_k = self.prune_configs_by.get("top_k")
+        if model is not None and top_k is not None:
+            count = int(top_k * len(configs)) if isinstance(top_k, float) else int(top_k)
+            estimate = {c: float(model(**{**arguments, **c.all_kwargs()})) for c in configs}
+            configs = sorted(configs, key=lambda c: estimate[c])[: max(count, 1)]
+        if not configs:
+            raise RuntimeError(f"autotune: prune_configs_by left no config of {self._name()}")
+        return configs
+
+    def launch_config(
+        self, config: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any
+    ) -> Any:
+        """One launch with `config`, its pre-hook first."""
+        merged = {**kwargs, **config.all_kwargs()}
+        if config.pre_hook is not None:
+            config.pre_hook({**self._arguments(args, kwargs), **dict(config.kwargs)})
+        return self.fn.run(*args, grid=grid, **merged)
+
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         """Launch with the best config for these arguments (tuning first if needed)."""
         arguments = self._arguments(args, kwargs)
         key = self.key_of(arguments)
 
         def prepare(config: Config) -> Callable[[], None]:
-            merged = {**kwargs, **config.all_kwargs()}
-            return lambda: self.fn.run(*args, grid=grid, **merged)
+            def timed() -> None:
+                saved = {n: snapshot(arguments[n]) for n in self.restore_value}
+                for name in self.reset_to_zero:
+                    fill_zero(arguments[name])
+                self.launch_config(config, args, kwargs, grid)
+                for name, copy in saved.items():
+                    restore(arguments[name], copy)
 
-        best = self.tune(key, prepare)
-        return self.fn.run(*args, grid=grid, **{**kwargs, **best.all_kwargs()})
+            return timed
+
+        if key not in self.best:
+            best = self.tune(key, prepare, self.pruned(arguments))
+        else:
+            best = self.best[key]
+        return self.launch_config(best, args, kwargs, grid)
 
 
 def autotune(
@@ -268,13 +372,47 @@ def autotune(
     timer: Timer | None = None,
     cache_dir: str | Path | None = None,
     use_disk: bool = True,
+    prune_configs_by: Mapping[str, Any] | None = None,
+    reset_to_zero: Sequence[str] = (),
+    restore_value: Sequence[str] = (),
 ) -> Callable[[Any], Autotuner]:
     """Decorate a `@jit` kernel: `@autotune(configs=[...], key=["M", "N", "K"])`."""
 
     def wrap(fn: Any) -> Autotuner:
-        return Autotuner(fn, configs, key, timer=timer, cache_dir=cache_dir, use_disk=use_disk)
+        return Autotuner(
+            fn, configs, key, timer=timer, cache_dir=cache_dir, use_disk=use_disk,
+            prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
+            restore_value=restore_value,
+        )  # fmt: skip
 
     return wrap
+
+
+def tensor_of(value: Any) -> Any:
+    """The tensor behind an argument (a descriptor's base, or the argument itself)."""
+    return value.base if hasattr(value, "block_shape") else value
+
+
+def fill_zero(value: Any) -> None:
+    """Zero a tensor argument in place (torch tensors, numpy arrays, descriptors over them)."""
+    tensor = tensor_of(value)
+    if hasattr(tensor, "zero_"):
+        tensor.zero_()
+    else:
+        tensor[...] = 0
+
+
+def snapshot(value: Any) -> Any:
+    tensor = tensor_of(value)
+    return tensor.clone() if hasattr(tensor, "clone") else tensor.copy()
+
+
+def restore(value: Any, saved: Any) -> None:
+    tensor = tensor_of(value)
+    if hasattr(tensor, "copy_"):
+        tensor.copy_(saved)
+    else:
+        tensor[...] = saved
 
 
 class _CallableModule(types.ModuleType):

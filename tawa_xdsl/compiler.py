@@ -19,11 +19,15 @@ options of `pipeline_text`. An unknown option is refused in one line naming it.
 
 The compile result `CompiledKernel` is data for the runtime (PTX, entry name, the host value
 of every `.param`, tensor-map boxes, shared memory, threads, the grid rule); launching it is
-the runtime's (`tawa_xdsl.runtime.launch.launch_compiled`).
+the runtime's (`tawa_xdsl.runtime.launch.launch_compiled`). `compile_cached` is
+`compile_to_ptx` through the disk cache (`tawa_xdsl.runtime.cache`): the compile of every
+launch path (`@jit`, `torch.ops.tawa`), so a kernel compiles and is proved once per machine.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import groupby
@@ -38,6 +42,7 @@ from tawa_xdsl.diagnostics import TawaError, verify_module
 from tawa_xdsl.dialects import make_context, nvgpu
 from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
 from tawa_xdsl.dialects.tile import DescType
+from tawa_xdsl.runtime.cache import KernelCache, cache_key
 from tawa_xdsl.runtime.launch import (
     Dim3,
     PreparedLaunch,
@@ -287,6 +292,41 @@ def compile_to_ptx(
         arg_count=arg_count,
         ir=ir,
     )
+
+
+def compile_cached(
+    module: ModuleOp, options: CompileOptions | None = None, cache: KernelCache | None = None
+) -> CompiledKernel:
+    """`compile_to_ptx(module, options)`, read from the disk cache when it holds the kernel.
+
+    The key is the module's text, the options, the compiler version and the target; the entry
+    holds the PTX, the IR of every stage and the launch metadata, so a hit runs no pass and
+    no proof (the entry exists only because the proof of the same IR succeeded)."""
+    opts = options or CompileOptions()
+    key = cache_key(str(module), dataclasses.asdict(opts))
+
+    def build() -> tuple[bytes, Mapping[str, Any]]:
+        kernel = compile_to_ptx(module, opts)
+        return kernel_to_json(kernel).encode(), {"kernel": kernel.name}
+
+    entry = (cache or KernelCache()).get_or_build(key, build)
+    return kernel_from_json(entry.payload.decode())
+
+
+def kernel_to_json(kernel: CompiledKernel) -> str:
+    """A `CompiledKernel` as JSON (every field; tensor maps by argument index)."""
+    record = dataclasses.asdict(kernel)
+    record["tensor_maps"] = list(record["tensor_maps"].values())
+    return json.dumps(record)
+
+
+def kernel_from_json(text: str) -> CompiledKernel:
+    """The `CompiledKernel` that `kernel_to_json` wrote."""
+    record = json.loads(text)
+    maps = [TensorMapInfo(m["arg"], tuple(m["box"]), m["swizzle"]) for m in record["tensor_maps"]]
+    record["params"] = [KernelParam(**p) for p in record["params"]]
+    record["tensor_maps"] = {m.arg: m for m in maps}
+    return CompiledKernel(**record)
 
 
 def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:

@@ -14,8 +14,16 @@ are compile options (`tawa_xdsl.compiler.LAUNCH_OPTIONS`: `num_stages`, `mma_dep
 `num_consumer_groups`, `persistent`, `epilogue`, `registers`, `pingpong`, `verify`); they are
 read into one `CompileOptions` at binding time (an unknown one is refused there, in one line),
 are part of the compile key, and every one reaches the compiled kernel. The launch runs the
-compiled kernel on the GPU (`tawa_xdsl.runtime.gpu_launch`) or in the tile interpreter;
-`select_backend` is the one place that choice is made.
+compiled kernel on the GPU (`tawa_xdsl.runtime.dispatch.gpu_launch`) or in the tile
+interpreter; `select_backend` is the one place that choice is made.
+
+Descriptors may describe numpy arrays, torch tensors (CPU or CUDA) or any
+`__cuda_array_interface__` / DLPack object (`TensorDescriptor.from_tensor`). On the GPU a
+device tensor is used in place on torch's current stream (or `stream=`); in the interpreter a
+host tensor is read and written in place. A repeated launch with arguments of the same types
+skips binding and specialization (`JITFunction.dispatch`, keyed by the argument types and the
+constexpr values), and the GPU backend reuses its prepared launch (`runtime.dispatch`). PTX is
+compiled once per machine: `compiler.compile_cached` keeps it on disk.
 """
 
 from __future__ import annotations
@@ -26,19 +34,21 @@ import os
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl.language as tl
 from tawa_xdsl import compiler
-from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, options_from_launch
+from tawa_xdsl.compiler import LAUNCH_OPTIONS, CompileOptions, compile_cached, options_from_launch
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
 from tawa_xdsl.frontend.errors import SemanticError
 from tawa_xdsl.frontend.signature import ArgType, arg_type_of
 from tawa_xdsl.interp.tile import run_kernel
-from tawa_xdsl.runtime import gpu_available, gpu_launch
+from tawa_xdsl.runtime import gpu_available
+from tawa_xdsl.runtime.dispatch import LaunchCache, gpu_launch, host_descriptor, is_descriptor
+from tawa_xdsl.runtime.tensors import is_torch_tensor
 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
 
@@ -57,6 +67,7 @@ class CompiledKernel:
     constexprs: dict[str, Any]
     options: CompileOptions = field(default_factory=CompileOptions)
     _gpu_kernel: compiler.CompiledKernel | None = field(default=None, repr=False)
+    _launches: Any = field(default=None, repr=False)
 
     @property
     def ir(self) -> StageIR:
@@ -67,13 +78,69 @@ class CompiledKernel:
         """The kernel taken to PTX with this specialization's compile options (compiled once;
         needs no GPU)."""
         if self._gpu_kernel is None:
-            self._gpu_kernel = compile_to_ptx(self.module, self.options)
+            self._gpu_kernel = compile_cached(self.module, self.options)
         return self._gpu_kernel
 
-    def run(self, grid: Sequence[int] | int, *args: Any, interpret: bool | None = None) -> None:
+    def launch_cache(self) -> Any:
+        """The prepared GPU launches of this specialization (`runtime.dispatch.LaunchCache`)."""
+        if self._launches is None:
+            self._launches = LaunchCache(self.gpu_kernel())
+        return self._launches
+
+    def run(
+        self,
+        grid: Sequence[int] | int,
+        *args: Any,
+        interpret: bool | None = None,
+        stream: Any = None,
+    ) -> None:
         """Launch on `grid` with the run-time arguments in signature order."""
         launcher = select_backend(interpret)
-        launcher(self, grid, list(args))
+        launcher(self, grid_tuple(grid), list(args), stream)
+
+    def __getitem__(self, grid: Grid) -> Callable[..., None]:
+        """`compiled[grid](*args)`, as Triton's compiled kernels: the run-time arguments in
+        signature order (or by name); constexprs given again must equal the compiled ones."""
+
+        def launch(*args: Any, **kwargs: Any) -> None:
+            interpret = kwargs.pop("interpret", None)
+            stream = kwargs.pop("stream", None)
+            runtime = self.runtime_arguments(args, kwargs)
+            size = grid({**dict(zip(self.runtime_names(), runtime, strict=True)),
+                         **self.constexprs}) if callable(grid) else grid  # fmt: skip
+            self.run(size, *runtime, interpret=interpret, stream=stream)
+
+        return launch
+
+    def runtime_names(self) -> list[str]:
+        return [name for name, _ in self.signature]
+
+    def runtime_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The run-time arguments of a `compiled[grid](...)` call, in signature order."""
+        names = self.runtime_names()
+        for name, value in list(kwargs.items()):
+            if name in self.constexprs:
+                given = value.value if isinstance(value, tl.constexpr) else value
+                if given != self.constexprs[name]:
+                    raise TypeError(
+                        f"{self.name}: compiled with {name}={self.constexprs[name]!r}, "
+                        f"called with {name}={given!r}"
+                    )
+                del kwargs[name]
+        if len(args) > len(names):
+            raise TypeError(
+                f"{self.name}: takes {len(names)} run-time arguments "
+                f"({', '.join(names)}); got {len(args)}"
+            )
+        values = dict(zip(names, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in names or name in values:
+                raise TypeError(f"{self.name}: unexpected or repeated argument '{name}'")
+            values[name] = value
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise TypeError(f"{self.name}: missing run-time arguments: {', '.join(missing)}")
+        return [values[n] for n in names]
 
 
 class StageIR(Mapping[str, str]):
@@ -98,13 +165,25 @@ class StageIR(Mapping[str, str]):
 
 # ------------------------------------------------------------------------------ backends
 
-Launcher = Callable[[CompiledKernel, Sequence[int] | int, list[Any]], None]
+Launcher = Callable[[CompiledKernel, tuple[int, ...], list[Any], Any], None]
 
 
-def interpret_launch(compiled: CompiledKernel, grid: Sequence[int] | int, args: list[Any]) -> None:
-    """Run every program of the grid in the tile interpreter; stores write the numpy arrays
-    behind the descriptors in place."""
-    run_kernel(compiled.module, grid, args, kernel=compiled.name)
+def interpret_launch(
+    compiled: CompiledKernel, grid: tuple[int, ...], args: list[Any], stream: Any = None
+) -> None:
+    """Run every program of the grid in the tile interpreter; stores write the host tensors
+    behind the descriptors (numpy, torch CPU) in place. A torch CUDA tensor is copied to the
+    host and back, as Triton's interpreter does; the stream is ignored."""
+    staged, write_back = [], []
+    for a in args:
+        if is_descriptor(a) and is_torch_tensor(a.base) and a.base.is_cuda:
+            host = a.base.detach().cpu()
+            write_back.append((a.base, host))
+            a = replace(a, base=host)
+        staged.append(host_descriptor(a))
+    run_kernel(compiled.module, grid, staged, kernel=compiled.name)
+    for device, host in write_back:
+        device.copy_(host)
 
 
 def gpu_backend() -> Launcher | None:
@@ -113,11 +192,15 @@ def gpu_backend() -> Launcher | None:
 
 
 def interpret_requested(interpret: bool | None) -> bool | None:
-    """`interpret` if given, else True when TAWA_INTERPRET is set to a non-zero value."""
+    """`interpret` if given, else True when TAWA_INTERPRET (or Triton's TRITON_INTERPRET) is
+    set to a non-zero value."""
     if interpret is not None:
         return interpret
-    flag = os.environ.get("TAWA_INTERPRET", "").strip().lower()
-    return True if flag not in ("", "0", "false", "no") else None
+    for variable in ("TAWA_INTERPRET", "TRITON_INTERPRET"):
+        flag = os.environ.get(variable, "").strip().lower()
+        if flag not in ("", "0", "false", "no"):
+            return True
+    return None
 
 
 def select_backend(interpret: bool | None) -> Launcher:
@@ -152,7 +235,15 @@ class JITFunction:
             for name, param in self.signature.parameters.items()
             if is_constexpr_annotation(param.annotation)
         ]
+        self.param_names = list(self.signature.parameters)
+        self.specialized_names = frozenset([*self.constexpr_names, *LAUNCH_OPTIONS])
+        self.defaults = {
+            name: param.default
+            for name, param in self.signature.parameters.items()
+            if param.default is not inspect.Parameter.empty
+        }
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
+        self.dispatch: dict[tuple[Any, ...], DispatchEntry] = {}
         self.__tawa_jit_function__ = fn
         functools.update_wrapper(self, fn)
 
@@ -236,13 +327,93 @@ class JITFunction:
 
     def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
         interpret = kwargs.pop("interpret", self.interpret)
+        stream = kwargs.pop("stream", None)
+        key = self.dispatch_key(args, kwargs)
+        try:
+            entry = self.dispatch.get(key) if key is not None else None
+        except TypeError:  # an unhashable constexpr value: bind, which reports or handles it
+            entry = key = None
+        if entry is None:
+            entry = self.dispatch_entry(args, kwargs)
+            if key is not None:
+                self.dispatch[key] = entry
+        if callable(grid):
+            grid = grid(entry.meta(self, args, kwargs))
+        runtime_args = entry.runtime_args(args, kwargs)
+        entry.compiled.run(grid, *runtime_args, interpret=interpret, stream=stream)
+        return entry.compiled
+
+    def dispatch_key(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[Any, ...] | None:
+        """What selects the specialization of a launch, computed without binding: constexpr
+        and option values, run-time argument types. None when a value is not hashable or not a
+        kernel argument (the launch then binds, which reports the error)."""
+        names = self.param_names
+        if len(args) > len(names):
+            return None
+        key: list[Any] = [len(args)]
+        try:
+            for name, value in zip(names, args, strict=False):
+                key.append(self.value_key(name, value))
+            for name, value in kwargs.items():
+                key.append(name)
+                key.append(self.value_key(name, value))
+        except SemanticError:
+            return None
+        return tuple(key)
+
+    def value_key(self, name: str, value: Any) -> Any:
+        """A constexpr's or option's value; a run-time argument's type (what `arg_type_of`
+        depends on: for an int whether it fits in int32, for a descriptor its element type
+        and block shape)."""
+        if name in self.specialized_names:
+            return value.value if isinstance(value, tl.constexpr) else value
+        kind = type(value)
+        if kind is int:
+            return int if -(2**31) <= value < 2**31 else arg_type_of(value)
+        if kind is float or kind is bool:
+            return kind
+        if hasattr(value, "block_shape"):
+            return getattr(value, "element_type", None) or value.dtype, tuple(value.block_shape)
+        return arg_type_of(value)
+
+    def dispatch_entry(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> DispatchEntry:
+        """Bind, specialize and compile once; record where each run-time argument comes from."""
         arguments, options = self.bind(args, dict(kwargs))
         compiled = self._compile(arguments, options)
-        meta = {**arguments, **{k: v for k, v in kwargs.items() if k not in arguments}}
-        grid_size = grid(meta) if callable(grid) else grid
-        runtime_args = [arguments[name] for name, _ in compiled.signature]
-        compiled.run(_grid_tuple(grid_size), *runtime_args, interpret=interpret)
-        return compiled
+        position = {name: i for i, name in enumerate(self.param_names[: len(args)])}
+        sources = []
+        for name, _ in compiled.signature:
+            if name in position:
+                sources.append(("arg", position[name]))
+            elif name in kwargs:
+                sources.append(("kwarg", name))
+            else:
+                sources.append(("default", arguments[name]))
+        return DispatchEntry(compiled, tuple(sources))
+
+
+@dataclass(frozen=True)
+class DispatchEntry:
+    """A launch's specialization and where its run-time arguments are in a call's (args,
+    kwargs): ("arg", index), ("kwarg", name) or ("default", value)."""
+
+    compiled: CompiledKernel
+    sources: tuple[tuple[str, Any], ...]
+
+    def runtime_args(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+        return [
+            args[ref] if kind == "arg" else kwargs[ref] if kind == "kwarg" else ref
+            for kind, ref in self.sources
+        ]
+
+    def meta(
+        self, fn: JITFunction, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Every parameter and launch option by name, for a grid callable."""
+        merged = {**fn.defaults, **dict(zip(fn.param_names, args, strict=False)), **kwargs}
+        return {k: v.value if isinstance(v, tl.constexpr) else v for k, v in merged.items()}
 
 
 def _hashable(value: Any) -> Any:
@@ -251,7 +422,7 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _grid_tuple(grid: Any) -> tuple[int, ...]:
+def grid_tuple(grid: Any) -> tuple[int, ...]:
     dims = (grid,) if isinstance(grid, int) else tuple(grid)
     return tuple(int(d) for d in dims)
 

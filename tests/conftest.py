@@ -5,7 +5,9 @@ an ImportError)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import tempfile
 
 import pytest
 
@@ -21,3 +23,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "then run `.venv/bin/pytest`",
             returncode=4,
         )
+
+
+# Compiled kernels go to a cache of this run's own, not the user's ~/.cache/tawa-xdsl (set
+# TAWA_CACHE_DIR to share one); tests of the cache itself pass their directory explicitly.
+os.environ.setdefault("TAWA_CACHE_DIR", tempfile.mkdtemp(prefix="tawa-test-cache-"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.ir import Attribute
@@ -98,7 +99,8 @@ def parse_arg_type(text: str) -> ArgType:
     return ScalarArg(parse_dtype(text))
 
 
-def descriptor_dtype(array: np.ndarray) -> tl.dtype:
+def descriptor_dtype(array: Any) -> tl.dtype:
+    """The element type of a numpy array or a descriptor (anything with a numpy `dtype`)."""
     name = np.dtype(array.dtype).name
     if name not in _NUMPY_NAMES:
         raise SemanticError(
@@ -111,15 +113,14 @@ def arg_type_of(value: object) -> ArgType:
     """The parameter type a launch argument gives the kernel (Triton's specialization)."""
     if isinstance(value, ScalarArg | DescriptorArg):
         return value
-    if isinstance(value, np.ndarray) and value.ndim > 0:
+    if getattr(value, "ndim", 0) > 0 and not hasattr(value, "block_shape"):
         raise SemanticError(
-            "numpy arrays cannot be passed directly; wrap them with "
-            "tawa_xdsl.TensorDescriptor.from_tensor(array, block_shape)"
+            f"arrays ({type(value).__name__}) cannot be passed directly; wrap them with "
+            "tawa_xdsl.TensorDescriptor.from_tensor(tensor, block_shape)"
         )
-    base = getattr(value, "base", None)
-    if isinstance(base, np.ndarray) and hasattr(value, "block_shape"):
+    if getattr(value, "base", None) is not None and hasattr(value, "block_shape"):
         block_shape = tuple(int(d) for d in value.block_shape)  # type: ignore[attr-defined]
-        return DescriptorArg(descriptor_dtype(base), block_shape)
+        return DescriptorArg(descriptor_dtype(value), block_shape)
     if isinstance(value, bool | np.bool_):
         return ScalarArg(tl.int1)
     if isinstance(value, int | np.integer):

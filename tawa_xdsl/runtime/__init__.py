@@ -27,14 +27,20 @@ Modules:
 * `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
   smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch);
   `launch_compiled` / `prepare_compiled` launch what `tawa_xdsl.compiler` made from the
-  kernel's own arguments (parameters and tensor maps built here), `gpu_launch` is `@jit`'s
-  GPU launcher.
-* `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes.
+  kernel's own arguments (parameters and tensor maps built here, the one place).
+* `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes, one warning
+  for an unusable directory (`tawa_xdsl.compiler.compile_cached` compiles through it).
+* `tensors` -- where any tensor argument lives (numpy, torch, `__cuda_array_interface__`,
+  DLPack) and its layout, read without copies or a torch import.
+* `dispatch` -- `gpu_launch`, `@jit`'s GPU launcher: device tensors in place, a `LaunchCache`
+  of prepared launches (`prepare_compiled`), the stream (torch's current one unless given);
+  host tensors through `launch_compiled`.
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
 """
 
 from tawa_xdsl.runtime.cache import CacheEntry, KernelCache, cache_key
+from tawa_xdsl.runtime.dispatch import gpu_launch
 from tawa_xdsl.runtime.driver import Device, gpu_available, require_gpu
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype
 from tawa_xdsl.runtime.errors import (
@@ -51,7 +57,6 @@ from tawa_xdsl.runtime.launch import (
     LaunchConfig,
     PreparedLaunch,
     TensorMapInfo,
-    gpu_launch,
     kernel_arguments,
     launch,
     launch_compiled,

@@ -10,14 +10,22 @@ writers of one key write the same bytes, so whichever lands last is right. A rea
 a file it cannot verify (an older format, a disk-full truncation) treats it as a miss.
 
 The directory is `$TAWA_CACHE_DIR`, else `$XDG_CACHE_HOME/tawa-xdsl`, else `~/.cache/tawa-xdsl`.
+A directory that cannot be read or written (a file in its place, no permission, a full disk)
+costs one warning per directory and the cache is bypassed: never a crash.
+
+`tawa_xdsl.compiler.compile_cached` keeps compiled kernels here (every launch path compiles
+through it). The compiler version in every key includes a hash of the package's own sources,
+so an edited compiler never reads a stale entry.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -28,15 +36,29 @@ CACHE_FORMAT = 1
 DEFAULT_TARGET = "sm_90a"
 
 
+@functools.cache
 def compiler_version() -> str:
-    """tawa-xdsl's version with xDSL's, read without importing either's heavy modules."""
+    """tawa-xdsl's version and source hash with xDSL's version, read without importing either's
+    heavy modules."""
     from tawa_xdsl.version import __version__
 
     try:
         xdsl_version = metadata.version("xdsl")
     except metadata.PackageNotFoundError:
         xdsl_version = "none"
-    return f"tawa-xdsl {__version__}; xdsl {xdsl_version}; cache format {CACHE_FORMAT}"
+    return (
+        f"tawa-xdsl {__version__} ({source_hash()[:16]}); xdsl {xdsl_version}; "
+        f"cache format {CACHE_FORMAT}"
+    )
+
+
+def source_hash() -> str:
+    """sha256 over the package's Python sources (path and bytes of each, in path order)."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def cache_key(
@@ -94,20 +116,32 @@ class KernelCache:
             data = self.path(key).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as error:
+            warn_unusable(self.root, error)
+            return None
         return decode_entry(data)
 
-    def put(self, key: str, payload: bytes, meta: Mapping[str, Any] | None = None) -> Path:
-        """Store atomically (temp file in the same directory, then os.replace)."""
+    def put(self, key: str, payload: bytes, meta: Mapping[str, Any] | None = None) -> Path | None:
+        """Store atomically (temp file in the same directory, then os.replace); None, with one
+        warning per directory, when the directory cannot be written."""
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = encode_entry(payload, dict(meta or {}))
-        fd, temp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        except OSError as error:
+            warn_unusable(self.root, error)
+            return None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temp, path)
+        except OSError as error:
+            Path(temp).unlink(missing_ok=True)
+            warn_unusable(self.root, error)
+            return None
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
@@ -118,6 +152,7 @@ class KernelCache:
     ) -> CacheEntry:
         """The cached entry, or `build()`'s (payload, meta) stored and returned."""
         entry = self.get(key)
+        STATS.count(entry is not None)
         if entry is None:
             payload, meta = build()
             self.put(key, payload, meta)
@@ -128,6 +163,40 @@ class KernelCache:
         """Remove every entry (leaves the directories)."""
         for path in self.root.glob("*/*.kernel"):
             path.unlink(missing_ok=True)
+
+
+WARNED: set[str] = set()
+
+
+def warn_unusable(root: Path, error: OSError) -> None:
+    """One RuntimeWarning per cache directory that cannot be used."""
+    if str(root) in WARNED:
+        return
+    WARNED.add(str(root))
+    reason = error.strerror or type(error).__name__
+    warnings.warn(
+        f"tawa-xdsl: kernel cache {root} is unusable ({reason}); compiling without it "
+        "(set TAWA_CACHE_DIR to a writable directory)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+@dataclass
+class CacheStats:
+    """Hits and misses of `get_or_build` in this process (tests and tools read them)."""
+
+    hits: int = 0
+    misses: int = 0
+
+    def count(self, hit: bool) -> None:
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+
+
+STATS = CacheStats()
 
 
 def encode_entry(payload: bytes, meta: dict[str, Any]) -> bytes:

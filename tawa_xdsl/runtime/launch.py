@@ -8,7 +8,7 @@ logical grid as trailing arguments), and builds every `.param` from the argument
 (`kernel_arguments`: a descriptor argument gives its tensor map, pointer, extents and strides).
 Descriptor arguments are device tensors (torch, `__cuda_array_interface__`, DeviceArray) or
 `tawa_xdsl.TensorDescriptor`s over numpy arrays (copied in, and back out after the launch).
-`gpu_launch` is the GPU launcher of `@jit` (`tawa_xdsl.jit.select_backend`).
+`@jit`'s GPU launcher (`tawa_xdsl.runtime.dispatch.gpu_launch`) sits on these two.
 
 Parameters are packed from the kernel's PTX signature: a `TensorMap` fills a `.b8 [128]`
 parameter by value (the map's own aligned buffer is passed), a device array (ours, torch,
@@ -231,6 +231,14 @@ class PreparedLaunch:
             "cuLaunchKernelEx", self.native, self.kernel.handle, ctypes.addressof(self.pointers), 0
         )
 
+    def release_arguments(self) -> None:
+        """Drop the references to the arguments (the packed bytes stay): a launch cache keyed
+        by what the bytes encode (addresses, shapes) must not keep the tensors alive."""
+        self.args = ()
+        for storage in self.storage:
+            if isinstance(storage, TensorMap):
+                storage.source = None
+
 
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
     """Check and pack once; the returned object launches on each call."""
@@ -346,21 +354,6 @@ def launch_compiled(
     )
     for base, dev in host:
         to_host(dev, out=base)
-
-
-class JitSpecialization(Protocol):
-    """A `tawa_xdsl.jit.CompiledKernel`: one specialization, taken to PTX on demand."""
-
-    def gpu_kernel(self) -> CompiledProgram: ...
-
-
-def gpu_launch(
-    specialization: JitSpecialization, grid: Sequence[int] | int, args: list[Any]
-) -> None:
-    """The GPU launcher of `@jit` (a `jit.Launcher`): launch the specialization's compiled
-    kernel with `args` (descriptor arguments as `TensorDescriptor`s over numpy arrays, or device
-    tensors)."""
-    launch_compiled(specialization.gpu_kernel(), grid, *args)
 
 
 def empty_tensor_stand_in(array: np.ndarray) -> np.ndarray:

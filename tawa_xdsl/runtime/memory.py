@@ -4,8 +4,8 @@
 * A torch CUDA tensor, any object with `__cuda_array_interface__`, or a `DeviceArray` is used
   without a copy: `describe(x)` reads its pointer, shape, strides and element type.
   torch tensors are read through their own methods (`data_ptr`, `stride`), because torch's
-  `__cuda_array_interface__` refuses bfloat16. DLPack capsules are not read (torch and CuPy
-  arrays are covered by the two routes above).
+  `__cuda_array_interface__` refuses bfloat16. Any other DLPack producer on the GPU is read
+  through its capsule (`tensors.read_dlpack`).
 * `DeviceArray` exposes `__cuda_array_interface__`, so `torch.as_tensor(d, device="cuda")`
   wraps our memory without a copy too (for the types the protocol can spell; not bfloat16).
 """
@@ -21,6 +21,7 @@ import numpy as np
 from tawa_xdsl.runtime.driver import call, require_gpu
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype, itemsize, numpy_dtype
 from tawa_xdsl.runtime.errors import LaunchError
+from tawa_xdsl.runtime.tensors import is_torch_tensor, read_dlpack
 
 
 class DeviceBuffer:
@@ -111,10 +112,6 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def is_torch_tensor(obj: Any) -> bool:
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
-
-
 def describe(obj: Any, what: str = "argument") -> ArrayView:
     """The device view of a DeviceArray, torch CUDA tensor or `__cuda_array_interface__` object."""
     if isinstance(obj, DeviceArray):
@@ -130,6 +127,11 @@ def describe(obj: Any, what: str = "argument") -> ArrayView:
         return view_from_interface(interface, obj, what)
     if isinstance(obj, np.ndarray):
         raise LaunchError(f"{what}: a numpy array is host memory; copy it with to_device() first")
+    if hasattr(obj, "__dlpack__"):
+        dl = read_dlpack(obj, what)
+        if dl.on_host:
+            raise LaunchError(f"{what}: a DLPack tensor in host memory; copy it to the GPU first")
+        return ArrayView(dl.pointer, dl.dtype, dl.shape, dl.strides, (obj, dl.capsule))
     raise LaunchError(f"{what}: {type(obj).__name__} is not a device array")
 
 

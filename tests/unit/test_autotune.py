@@ -126,8 +126,11 @@ def test_config_options_are_the_compilers():
     assert again == config and again.compile_options == config.compile_options
     with pytest.raises(TypeError, match=r"^unknown launch option 'num_stage'; launch options: "):
         Config({"BLOCK": 16}, num_stage=3)
-    with pytest.raises(TypeError, match=r"^launch option 'num_warps' is Triton's, not tawa's"):
-        Config({"BLOCK": 16}, num_warps=8)
+    hinted = Config({"BLOCK": 16}, num_warps=8, maxnreg=128)  # Triton's: kept, choose nothing
+    assert hinted.hints == {"num_warps": 8, "maxnreg": 128}
+    assert hinted.options() == {} and hinted.compile_options == CompileOptions()
+    assert Config.from_json(json.loads(json.dumps(hinted.to_json()))) == hinted
+    assert hinted != Config({"BLOCK": 16})
 
 
 def test_key_must_name_arguments():

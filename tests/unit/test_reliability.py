@@ -498,7 +498,8 @@ def test_api_512_wide_box_names_the_line() -> None:
         (lambda: tawa_xdsl.TensorDescriptor.from_tensor(np.zeros((4, 4), np.int64), [4, 4]),
          TypeError, "TensorDescriptor element type must be one of float16"),
         (lambda: tawa_xdsl.TensorDescriptor.from_tensor([1, 2], [4]),
-         TypeError, "TensorDescriptor.from_tensor needs a numpy array, got list"),
+         TypeError, "TensorDescriptor.from_tensor: expected a numpy array, a torch tensor, or an "
+                    "object with __cuda_array_interface__ or __dlpack__; got list"),
     ],
 )  # fmt: skip
 def test_descriptor_errors(make: Callable[[], object], error: type, message: str) -> None:

@@ -1,0 +1,383 @@
+"""Attention, matmul and fp8 scaled matmul as PyTorch custom ops: `torch.ops.tawa.*`.
+
+    import tawa_xdsl.ops as ops
+    o = ops.attention(q, k, v, causal=True)          # [B, H, S, D]; K/V may have fewer heads
+    c = ops.matmul(a, b, bias=bias, activation="gelu")
+    c = ops.scaled_mm(a8, b8, scale_a, scale_b, out_dtype=torch.bfloat16)
+
+Each is a `torch.library` custom op with a fake (meta) implementation, so `torch.compile`
+(fullgraph=True) traces through it without a graph break. On CUDA tensors the op compiles the
+kernel once per configuration (disk-cached, `tawa_xdsl.compiler.compile_cached`), picks the config
+per shape with `autotune` on the first call (winners cached on disk), and launches on torch's
+current stream with the tensors in place. On CPU tensors it runs the same tile program in the
+interpreter (slow; for tests and debugging).
+
+The kernels are the library's (`tawa_xdsl.kernels.gemm`, `tawa_xdsl.kernels.attention`),
+reached through one adapter function each (`gemm_module`, `gemm_configs`, `attention_module`).
+Bias,
+activation and fp8 scales are applied by torch after the kernel until those kernels take
+epilogues; GQA repeats K/V to the query heads (a copy).
+
+This module imports without torch; calling an op without it raises ModuleNotFoundError.
+"""
+
+import functools
+import math
+from typing import Any
+
+from tawa_xdsl import cdiv
+
+try:
+    import torch
+    from torch import Tensor
+except ModuleNotFoundError:  # the ops say what is missing when called
+    torch = None
+    Tensor = Any
+
+MISSING_TORCH = "tawa_xdsl.ops needs PyTorch: pip install 'tawa-xdsl[torch]'"
+ACTIVATIONS = ("relu", "gelu", "silu")
+
+
+# ---------------------------------------------------------------------- kernel adapters
+
+
+def gemm_module(config: Any, dtype: str, out_dtype: str) -> Any:
+    """The tile module of C = A @ B^T (A [M, K], B [N, K]) for one autotune config."""
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.kernels.gemm import config_tile_ir
+
+    return config_tile_ir(config, TL_TYPES[dtype](tl), TL_TYPES[out_dtype](tl))
+
+
+def gemm_configs(dtype: str) -> list[Any]:
+    """The autotune configs of the GEMM for inputs of `dtype`."""
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.kernels.gemm import configs_for
+
+    return configs_for(TL_TYPES[dtype](tl))
+
+
+def attention_module(head_dim: int, dtype: str, causal: bool, return_lse: bool) -> Any:
+    """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors, with
+    the options `tawa_xdsl.kernels.attention.compile_attention` chooses by default."""
+    from tawa_xdsl.compiler import CompileOptions
+    from tawa_xdsl.kernels import attention
+
+    block_n = attention.default_block_n(head_dim)
+    short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    module = attention.tile_module(head_dim, short, causal, block_n, return_lse)
+    options = CompileOptions(
+        stages=3, mma_depth=1, consumers=2,
+        registers=attention.default_registers(head_dim, block_n),
+    )  # fmt: skip
+    return module, options
+
+
+TL_TYPES = {
+    "float16": lambda tl: tl.float16,
+    "bfloat16": lambda tl: tl.bfloat16,
+    "float8_e4m3fn": lambda tl: tl.float8e4nv,
+    "float8_e5m2": lambda tl: tl.float8e5,
+}
+
+
+# ------------------------------------------------------------------------ running kernels
+
+
+@functools.cache
+def gemm_program(config: Any, dtype: str, out_dtype: str) -> tuple[Any, Any]:
+    return gemm_module(config, dtype, out_dtype), config.compile_options
+
+
+@functools.cache
+def attention_program(head_dim: int, dtype: str, causal: bool, return_lse: bool) -> Any:
+    return attention_module(head_dim, dtype, causal, return_lse)
+
+
+@functools.cache
+def gpu_kernel(program: tuple[Any, Any]) -> Any:
+    """The PTX kernel of a (module, options) program (disk-cached)."""
+    from tawa_xdsl.compiler import compile_cached
+
+    return compile_cached(*program)
+
+
+def run_program(program: tuple[Any, Any], grid: tuple[int, ...], args: list[Any]) -> None:
+    """Launch a tile program: on the GPU for CUDA tensors (in place, torch's current stream),
+    else in the tile interpreter over the CPU tensors (in place)."""
+    module, _ = program
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        stream = torch.cuda.current_stream().cuda_stream
+        gpu_kernel(program).launch(grid, *args, stream=stream)
+        return
+    from tawa_xdsl.descriptor import TensorDescriptor
+    from tawa_xdsl.interp.tile import run_kernel
+    from tawa_xdsl.runtime.dispatch import host_descriptor
+
+    blocks = iter(descriptor_blocks(module))
+    staged = [
+        host_descriptor(TensorDescriptor.from_tensor(a, next(blocks)))
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    ]
+    run_kernel(module, grid, staged)
+
+
+def descriptor_blocks(module: Any) -> list[tuple[int, ...]]:
+    """The block shape of every descriptor parameter of the module's kernel, in order."""
+    from xdsl.dialects import func
+
+    from tawa_xdsl.dialects.tile import DescType
+
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return [
+        tuple(arg.type.get_block_shape())
+        for arg in kernel.body.block.args
+        if isinstance(arg.type, DescType)
+    ]
+
+
+def dtype_of(tensor: Any) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+# --------------------------------------------------------------------------------- GEMM
+
+
+@functools.cache
+def gemm_tuner(dtype: str) -> Any:
+    from tawa_xdsl.autotune import Autotuner
+
+    return Autotuner(gemm_kernel_launch, gemm_configs(dtype), key=[])
+
+
+def gemm_kernel_launch(a: Any, b_nk: Any, c: Any) -> None:
+    """C = A @ B^T on contiguous [M, K], [N, K] and [M, N] tensors, the config autotuned per
+    shape on the GPU (the first config in the interpreter)."""
+    (m, k), n = a.shape, b_nk.shape[0]
+    dtype, out = dtype_of(a), dtype_of(c)
+
+    def launcher(config: Any) -> Any:
+        program = gemm_program(config, dtype, out)
+        grid = (cdiv(m, config.kwargs["BLOCK_M"]) * cdiv(n, config.kwargs["BLOCK_N"]), 1, 1)
+        return lambda: run_program(program, grid, [a, b_nk, c, m, n, k])
+
+    tuner = gemm_tuner(dtype)
+    if a.is_cuda:
+        config = tuner.tune((m, n, k, dtype, out), launcher)
+    else:
+        config = tuner.configs[0]
+    launcher(config)()
+
+
+def check_matrices(name: str, a: Any, b: Any, dtypes: tuple[str, ...]) -> None:
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"tawa.{name}: expected a [M, K] and b [K, N], got {list(a.shape)} and {list(b.shape)}"
+        )
+    if dtype_of(a) not in dtypes or dtype_of(b) != dtype_of(a):
+        raise TypeError(
+            f"tawa.{name}: a and b must be one of {', '.join(dtypes)}, "
+            f"got {dtype_of(a)} and {dtype_of(b)}"
+        )
+
+
+def k_major(b: Any) -> Any:
+    """[K, N] b as the [N, K] row-major tensor the kernel reads (free when b is a transposed
+    view of one, as torch._scaled_mm's column-major b)."""
+    bt = b.t()
+    return bt if bt.is_contiguous() else bt.contiguous()
+
+
+def epilogue(c: Any, bias: Any, activation: str | None) -> Any:
+    if bias is not None:
+        c = c + bias.to(c.dtype)
+    if activation == "relu":
+        c = torch.relu(c)
+    elif activation == "gelu":
+        c = torch.nn.functional.gelu(c)
+    elif activation == "silu":
+        c = torch.nn.functional.silu(c)
+    return c
+
+
+def check_activation(activation: str | None) -> None:
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(
+            f"tawa.matmul: activation must be None or one of {', '.join(ACTIVATIONS)}, "
+            f"got {activation!r}"
+        )
+
+
+def out_dtype_name(out_dtype: Any, default: str) -> str:
+    name = default if out_dtype is None else str(out_dtype).removeprefix("torch.")
+    if name not in ("float16", "bfloat16"):
+        raise TypeError(f"tawa ops write float16 or bfloat16, got out_dtype={name}")
+    return name
+
+
+def matmul_impl(
+    a: Any, b: Any, bias: Any = None, activation: str | None = None, out_dtype: Any = None
+) -> Any:
+    check_matrices("matmul", a, b, ("float16", "bfloat16"))
+    check_activation(activation)
+    out = out_dtype_name(out_dtype, dtype_of(a))
+    c = torch.empty(a.shape[0], b.shape[1], dtype=getattr(torch, out), device=a.device)
+    gemm_kernel_launch(a.contiguous(), k_major(b), c)
+    return epilogue(c, bias, activation)
+
+
+def matmul_fake(
+    a: Any, b: Any, bias: Any = None, activation: str | None = None, out_dtype: Any = None
+) -> Any:
+    check_matrices("matmul", a, b, ("float16", "bfloat16"))
+    check_activation(activation)
+    out = out_dtype_name(out_dtype, dtype_of(a))
+    return a.new_empty(a.shape[0], b.shape[1], dtype=getattr(torch, out))
+
+
+def scale_factor(scale: Any, rows: int, cols: int, which: str) -> Any:
+    """A per-tensor ([] or [1]), per-row ([M, 1]) or per-column ([1, N]) fp32 scale."""
+    shape = tuple(scale.shape)
+    if scale.numel() == 1 or shape in ((rows, 1), (1, cols)):
+        return scale.float().reshape(shape if scale.numel() > 1 else ())
+    raise ValueError(
+        f"tawa.scaled_mm: {which} must be per-tensor, [{rows}, 1] or [1, {cols}], got {list(shape)}"
+    )
+
+
+def scaled_mm_impl(a: Any, b: Any, scale_a: Any, scale_b: Any, out_dtype: Any = None) -> Any:
+    check_matrices("scaled_mm", a, b, ("float8_e4m3fn", "float8_e5m2"))
+    m, n = a.shape[0], b.shape[1]
+    sa = scale_factor(scale_a, m, n, "scale_a")
+    sb = scale_factor(scale_b, m, n, "scale_b")
+    out = out_dtype_name(out_dtype, "bfloat16")
+    c = torch.empty(m, n, dtype=torch.bfloat16, device=a.device)
+    gemm_kernel_launch(a.contiguous(), k_major(b), c)
+    return (c.float() * sa * sb).to(getattr(torch, out))
+
+
+def scaled_mm_fake(a: Any, b: Any, scale_a: Any, scale_b: Any, out_dtype: Any = None) -> Any:
+    check_matrices("scaled_mm", a, b, ("float8_e4m3fn", "float8_e5m2"))
+    out = out_dtype_name(out_dtype, "bfloat16")
+    return a.new_empty(a.shape[0], b.shape[1], dtype=getattr(torch, out))
+
+
+# ---------------------------------------------------------------------------- attention
+
+
+def check_attention(q: Any, k: Any, v: Any) -> tuple[int, int, int, int]:
+    if q.dim() != 4 or k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(
+            f"tawa.attention: expected q [B, H, S, D] and k, v [B, H_kv, S, D], got "
+            f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}"
+        )
+    batch, heads, seq, head_dim = q.shape
+    if k.shape[0] != batch or k.shape[2:] != q.shape[2:] or heads % k.shape[1]:
+        raise ValueError(
+            f"tawa.attention: k/v {list(k.shape)} do not fit q {list(q.shape)} (same B, S, D; "
+            "H a multiple of H_kv)"
+        )
+    if dtype_of(q) not in ("float16", "bfloat16") or not dtype_of(k) == dtype_of(v) == dtype_of(q):
+        raise TypeError("tawa.attention: q, k, v must all be float16 or bfloat16")
+    return batch, heads, seq, head_dim
+
+
+def attention_impl(
+    q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
+    return_lse: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    batch, heads, seq, head_dim = check_attention(q, k, v)
+    if k.shape[1] != heads:  # GQA: each K/V head serves heads // H_kv query heads
+        k = k.repeat_interleave(heads // k.shape[1], dim=1)
+        v = v.repeat_interleave(heads // v.shape[1], dim=1)
+    rows = batch * heads
+    q3, k3, v3 = (t.reshape(rows, seq, head_dim).contiguous() for t in (q, k, v))
+    o = torch.empty_like(q3)
+    args = [q3, k3, v3, o]
+    if return_lse:  # rows 16 bytes apart, as the TMA store needs
+        lse = torch.empty(rows, cdiv(seq, 4) * 4, dtype=torch.float32, device=q.device)[:, :seq]
+        args.append(lse)
+    program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse))
+    sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
+    run_program(program, (cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
+    out = o.reshape(batch, heads, seq, head_dim)
+    if return_lse:
+        return out, lse.reshape(batch, heads, seq)
+    return out, q.new_empty(0, dtype=torch.float32)
+
+
+def attention_fake(
+    q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
+    return_lse: bool = False,
+) -> tuple[Any, Any]:  # fmt: skip
+    batch, heads, seq, _ = check_attention(q, k, v)
+    lse_shape = (batch, heads, seq) if return_lse else (0,)
+    return q.new_empty(q.shape), q.new_empty(lse_shape, dtype=torch.float32)
+
+
+# --------------------------------------------------------------------- registration, API
+
+
+def register() -> None:
+    """Define `torch.ops.tawa.{attention, matmul, scaled_mm}` with their fake kernels."""
+    library = torch.library
+
+    def define(name: str, impl: Any, fake: Any, schema: str) -> None:
+        library.define(f"tawa::{name}", schema)
+        library.impl(f"tawa::{name}", ("CPU", "CUDA"), impl)
+        library.register_fake(f"tawa::{name}", fake)
+
+    define(
+        "matmul", matmul_impl, matmul_fake,
+        "(Tensor a, Tensor b, Tensor? bias=None, str? activation=None, "
+        "ScalarType? out_dtype=None) -> Tensor",
+    )  # fmt: skip
+    define(
+        "scaled_mm", scaled_mm_impl, scaled_mm_fake,
+        "(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, ScalarType? out_dtype=None) "
+        "-> Tensor",
+    )  # fmt: skip
+    define(
+        "attention", attention_impl, attention_fake,
+        "(Tensor q, Tensor k, Tensor v, bool causal=False, float? scale=None, "
+        "bool return_lse=False) -> (Tensor, Tensor)",
+    )  # fmt: skip
+
+
+if torch is not None and not hasattr(torch.ops.tawa, "matmul"):
+    register()
+
+
+def require_torch() -> None:
+    if torch is None:
+        raise ModuleNotFoundError(MISSING_TORCH)
+
+
+def attention(
+    q: Any, k: Any, v: Any, *, causal: bool = False, scale: float | None = None,
+    return_lse: bool = False,
+) -> Any:  # fmt: skip
+    """softmax(Q K^T * scale) V over [B, H, S, D] (K/V with H_kv | H heads: GQA); with
+    `return_lse` also the natural-log log-sum-exp of each row, [B, H, S] fp32."""
+    require_torch()
+    o, lse = torch.ops.tawa.attention(q, k, v, causal, scale, return_lse)
+    return (o, lse) if return_lse else o
+
+
+def matmul(
+    a: Any, b: Any, *, bias: Any = None, activation: str | None = None, out_dtype: Any = None
+) -> Any:
+    """activation(a @ b + bias) for f16/bf16 a [M, K], b [K, N]."""
+    require_torch()
+    return torch.ops.tawa.matmul(a, b, bias, activation, out_dtype)
+
+
+def scaled_mm(a: Any, b: Any, scale_a: Any, scale_b: Any, *, out_dtype: Any = None) -> Any:
+    """(a @ b) * scale_a * scale_b for fp8 a [M, K], b [K, N], per-tensor/row/column scales."""
+    require_torch()
+    return torch.ops.tawa.scaled_mm(a, b, scale_a, scale_b, out_dtype)
+
+
+__all__ = ["attention", "matmul", "register", "scaled_mm"]

@@ -1,0 +1,151 @@
+"""The GPU launch of a `@jit` kernel: device tensors in place, prepared launches cached.
+
+`gpu_launch(compiled, grid, args, stream)` is the `jit` GPU backend. Descriptor arguments over
+device memory (torch CUDA tensors, `__cuda_array_interface__` or DLPack objects, DeviceArrays)
+are used in place: the kernel reads and writes the caller's tensor, nothing is copied. A
+launch with any descriptor over host memory (numpy, torch CPU) takes the copying path of
+`CompiledKernel.launch` instead (copied in, and back out after the launch).
+
+A device launch goes through the kernel's `LaunchCache`: the key is (grid, stream, and for
+every argument what its packed bytes depend on: a descriptor's address, element type, shape,
+strides and block shape; a scalar's type and value). A hit is one dict lookup and one
+cuLaunchKernelEx with the tensor maps and parameter buffers built by the first launch. The
+cached launch holds no reference to the tensors (their memory is named by the key: a new
+tensor at the same address with the same layout is described by the same bytes).
+
+The stream is `stream=` (an int handle or an object with `.cuda_stream`), else torch's
+current stream when an argument is a torch CUDA tensor, else the default stream.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from tawa_xdsl.runtime.tensors import host_array, is_device_tensor, is_torch_tensor
+
+
+class Prepared(Protocol):
+    """What a cache entry is: a launcher that can drop its argument references."""
+
+    def __call__(self) -> None: ...
+
+    def release_arguments(self) -> None: ...
+
+
+Prepare = Callable[[Any, tuple[int, ...], list[Any], int], Prepared]
+
+
+def is_descriptor(value: Any) -> bool:
+    return hasattr(value, "block_shape") and getattr(value, "base", None) is not None
+
+
+def tensor_key(tensor: Any) -> Hashable:
+    """What a tensor map over `tensor` encodes: address, element type, shape, strides."""
+    if is_torch_tensor(tensor):
+        return tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride()
+    from tawa_xdsl.runtime.memory import describe
+
+    view = describe(tensor)
+    return view.pointer, view.dtype, view.shape, view.strides
+
+
+def argument_key(value: Any) -> Hashable:
+    """What the packed parameter bytes of one kernel argument depend on."""
+    if is_descriptor(value):
+        return tensor_key(value.base), tuple(value.block_shape)
+    return type(value), value
+
+
+def prepare_device_launch(
+    kernel: Any, grid: tuple[int, ...], args: list[Any], stream: int
+) -> Prepared:
+    """The runtime's prepared launch (tensor maps encoded, parameters packed)."""
+    return kernel.prepare(grid, *args, stream=stream)
+
+
+class LaunchCache:
+    """Prepared launches of one compiled kernel, least recently used dropped past `capacity`."""
+
+    def __init__(self, kernel: Any, prepare: Prepare = prepare_device_launch, capacity: int = 64):
+        self.kernel = kernel
+        self.prepare = prepare
+        self.capacity = capacity
+        self.entries: OrderedDict[Hashable, Prepared] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: int) -> None:
+        key = (grid, stream, tuple(argument_key(a) for a in args))
+        prepared = self.entries.get(key)
+        if prepared is None:
+            self.misses += 1
+            device_args = [a.base if is_descriptor(a) else a for a in args]
+            prepared = self.prepare(self.kernel, grid, device_args, stream)
+            prepared.release_arguments()
+            self.entries[key] = prepared
+            if len(self.entries) > self.capacity:
+                self.entries.popitem(last=False)
+        else:
+            self.hits += 1
+            self.entries.move_to_end(key)
+        prepared()
+
+
+def torch_stream(tensor: Any) -> int:
+    """The raw handle of torch's current stream on `tensor`'s device."""
+    import torch
+
+    # Triton reads the raw handle the same way: the public `current_stream()` builds a Stream
+    # object on every call, a few microseconds of the launch budget.
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(tensor.get_device()))
+    return int(torch.cuda.current_stream(tensor.device).cuda_stream)
+
+
+def resolve_stream(stream: Any, args: Sequence[Any]) -> int:
+    """`stream` as a handle; None: torch's current stream for a torch argument, else 0."""
+    if stream is not None:
+        return int(getattr(stream, "cuda_stream", stream) or 0)
+    if "torch" in sys.modules:
+        for a in args:
+            base = a.base if is_descriptor(a) else a
+            if is_torch_tensor(base) and base.is_cuda:
+                return torch_stream(base)
+    return 0
+
+
+def host_descriptor(value: Any) -> Any:
+    """A descriptor over a host tensor as one over a numpy array sharing its memory (the form
+    the interpreter and the copying launch read); anything else unchanged."""
+    if not is_descriptor(value) or isinstance(value.base, np.ndarray):
+        return value
+    array = host_array(value.base)
+    if array is None:
+        return value
+    return replace(value, base=array)
+
+
+def has_host_descriptor(args: Sequence[Any]) -> bool:
+    return any(is_descriptor(a) and not is_device_tensor(a.base) for a in args)
+
+
+def gpu_launch(jit_kernel: Any, grid: tuple[int, ...], args: list[Any], stream: Any = None) -> None:
+    """A `jit.Launcher` for the GPU (see the module docstring)."""
+    kernel = jit_kernel.gpu_kernel()
+    if has_host_descriptor(args):
+        staged = [
+            a.base if is_descriptor(a) and is_device_tensor(a.base) else host_descriptor(a)
+            for a in args
+        ]
+        kernel.launch(grid, *staged, stream=resolve_stream(stream, args))
+        return
+    if 0 in grid:
+        return  # no program instances: nothing to run (a zero grid is a driver error)
+    jit_kernel.launch_cache().launch(grid, args, resolve_stream(stream, args))
