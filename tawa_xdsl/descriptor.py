@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tawa_xdsl.runtime.dtypes import numpy_dtype
-from tawa_xdsl.runtime.tensors import layout
+from tawa_xdsl.runtime.memory import layout
 
 ELEMENT_TYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2")
 

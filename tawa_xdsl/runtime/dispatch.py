@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tawa_xdsl.runtime.tensors import host_array, is_device_tensor, is_torch_tensor
+from tawa_xdsl.runtime.memory import is_device_tensor
+from tawa_xdsl.runtime.tensors import host_array, is_torch_tensor
 
 
 class Prepared(Protocol):

@@ -21,7 +21,7 @@ import numpy as np
 from tawa_xdsl.runtime.driver import call, require_gpu
 from tawa_xdsl.runtime.dtypes import dtype_name, expect_dtype, itemsize, numpy_dtype
 from tawa_xdsl.runtime.errors import LaunchError
-from tawa_xdsl.runtime.tensors import is_torch_tensor, read_dlpack
+from tawa_xdsl.runtime.tensors import contiguous_strides, is_torch_tensor, read_dlpack
 
 
 class DeviceBuffer:
@@ -101,15 +101,6 @@ class DeviceArray:
             "strides": tuple(s * size for s in self.view.strides),
             "version": 3,
         }
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides in elements."""
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(int(extent), 1)
-    return tuple(reversed(strides))
 
 
 def describe(obj: Any, what: str = "argument") -> ArrayView:
@@ -215,3 +206,37 @@ def copy_into(dst: Any, src: np.ndarray, what: str = "argument") -> None:
     if host.nbytes:
         require_gpu()
         call("cuMemcpyHtoD", view.pointer, host.ctypes.data, host.nbytes)
+
+
+def is_device_tensor(obj: Any) -> bool:
+    """GPU memory the runtime can use in place (no copy)."""
+    if isinstance(obj, DeviceArray):
+        return True
+    if is_torch_tensor(obj):
+        return bool(obj.is_cuda)
+    if isinstance(obj, np.ndarray):
+        return False
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    if hasattr(obj, "__dlpack__"):
+        return not read_dlpack(obj).on_host
+    return False
+
+
+def layout(obj: Any, what: str = "argument") -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """(element type, shape, strides in elements) of any supported tensor."""
+    if isinstance(obj, np.ndarray):
+        itemsize = obj.dtype.itemsize
+        return dtype_name(obj.dtype), tuple(obj.shape), tuple(s // itemsize for s in obj.strides)
+    if is_torch_tensor(obj):
+        return dtype_name(obj.dtype), tuple(obj.shape), tuple(obj.stride())
+    if isinstance(obj, DeviceArray) or hasattr(obj, "__cuda_array_interface__"):
+        view = describe(obj, what)
+        return view.dtype, view.shape, view.strides
+    if hasattr(obj, "__dlpack__"):
+        dl = read_dlpack(obj, what)
+        return dl.dtype, dl.shape, dl.strides
+    raise TypeError(
+        f"{what}: expected a numpy array, a torch tensor, or an object with "
+        f"__cuda_array_interface__ or __dlpack__; got {type(obj).__name__}"
+    )

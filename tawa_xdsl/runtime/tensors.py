@@ -1,14 +1,17 @@
 """Where a tensor argument lives and how it is laid out, whatever library made it.
 
 A kernel argument may be a numpy array, a torch tensor (CPU or CUDA), a `DeviceArray`, any
-object with `__cuda_array_interface__`, or any DLPack producer (`__dlpack__`). This module
-answers the three questions the launch paths ask, without importing torch:
+object with `__cuda_array_interface__`, or any DLPack producer (`__dlpack__`). This module is
+the bottom of the runtime (it imports none of it but dtypes and errors) and recognises them
+without importing torch:
 
-* `layout(x)`: element type (canonical name), shape and strides in elements.
+* `is_torch_tensor(x)`, `read_dlpack(x)`: what an argument is, and a DLPack view of it.
 * `host_array(x)`: a numpy array sharing `x`'s memory when `x` is in host memory (numpy, a
   torch CPU tensor, a CPU DLPack tensor), else None. The interpreter reads and writes it, so
   stores land in the caller's tensor.
-* `is_device_tensor(x)`: whether `x` is GPU memory the runtime may use in place.
+
+`memory.layout(x)` and `memory.is_device_tensor(x)` build on these with the runtime's own
+`DeviceArray`.
 
 DLPack capsules are read with ctypes (the `DLManagedTensor` layout of DLPack 0.x/1.x, which
 `__dlpack__()` returns without a `max_version`); the capsule is kept alive as the owner of
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,8 +106,6 @@ def read_dlpack(obj: Any, what: str = "argument") -> DLPackView:
     if tensor.strides:
         strides = tuple(int(tensor.strides[i]) for i in range(tensor.ndim))
     else:
-        from tawa_xdsl.runtime.memory import contiguous_strides
-
         strides = contiguous_strides(shape)
     pointer = int(tensor.data or 0) + int(tensor.byte_offset)
     return DLPackView(
@@ -118,23 +120,6 @@ def is_torch_tensor(obj: Any) -> bool:
     if torch is not None and isinstance(obj, torch.Tensor):
         return True
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
-
-
-def is_device_tensor(obj: Any) -> bool:
-    """GPU memory the runtime can use in place (no copy)."""
-    from tawa_xdsl.runtime.memory import DeviceArray
-
-    if isinstance(obj, DeviceArray):
-        return True
-    if is_torch_tensor(obj):
-        return bool(obj.is_cuda)
-    if isinstance(obj, np.ndarray):
-        return False
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
-    if hasattr(obj, "__dlpack__"):
-        return not read_dlpack(obj).on_host
-    return False
 
 
 def torch_host_array(tensor: Any) -> np.ndarray:
@@ -181,22 +166,10 @@ def strided_host_array(view: DLPackView) -> np.ndarray:
     )
 
 
-def layout(obj: Any, what: str = "argument") -> tuple[str, tuple[int, ...], tuple[int, ...]]:
-    """(element type, shape, strides in elements) of any supported tensor."""
-    if isinstance(obj, np.ndarray):
-        itemsize = obj.dtype.itemsize
-        return dtype_name(obj.dtype), tuple(obj.shape), tuple(s // itemsize for s in obj.strides)
-    if is_torch_tensor(obj):
-        return dtype_name(obj.dtype), tuple(obj.shape), tuple(obj.stride())
-    from tawa_xdsl.runtime.memory import DeviceArray, describe
-
-    if isinstance(obj, DeviceArray) or hasattr(obj, "__cuda_array_interface__"):
-        view = describe(obj, what)
-        return view.dtype, view.shape, view.strides
-    if hasattr(obj, "__dlpack__"):
-        dl = read_dlpack(obj, what)
-        return dl.dtype, dl.shape, dl.strides
-    raise TypeError(
-        f"{what}: expected a numpy array, a torch tensor, or an object with "
-        f"__cuda_array_interface__ or __dlpack__; got {type(obj).__name__}"
-    )
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides in elements."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(int(extent), 1)
+    return tuple(reversed(strides))

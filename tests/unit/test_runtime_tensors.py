@@ -8,7 +8,8 @@ import pytest
 
 import tawa_xdsl
 import tawa_xdsl.language as tl
-from tawa_xdsl.runtime.tensors import host_array, is_device_tensor, layout, read_dlpack
+from tawa_xdsl.runtime.memory import is_device_tensor, layout
+from tawa_xdsl.runtime.tensors import host_array, read_dlpack
 
 
 class DLPackOnly:
