@@ -22,7 +22,11 @@ Descriptors may describe numpy arrays, torch tensors (CPU or CUDA) or any
 device tensor is used in place on torch's current stream (or `stream=`); in the interpreter a
 host tensor is read and written in place. A repeated launch with arguments of the same types
 skips binding and specialization (`JITFunction.dispatch`, keyed by the argument types and the
-constexpr values), and the GPU backend reuses its prepared launch (`runtime.dispatch`). PTX is
+constexpr values). On the GPU a launch whose descriptors are all over device tensors is keyed
+once more by everything its packed parameters depend on (`launch_key`: addresses, shapes,
+strides, block shapes, scalar values), so a repeat with the same grid and stream is one dict
+lookup and the prepared cuLaunchKernelEx (`JITFunction.run_on_gpu`); anything else reuses the
+prepared launches of `runtime.dispatch`. PTX is
 compiled once per machine: `compiler.compile_cached` keeps it on disk.
 """
 
@@ -33,7 +37,7 @@ import inspect
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,12 +46,20 @@ from xdsl.dialects.builtin import ModuleOp
 import tawa_xdsl.language as tl
 from tawa_xdsl import compiler
 from tawa_xdsl.compiler import LAUNCH_OPTIONS, CompileOptions, compile_cached, options_from_launch
+from tawa_xdsl.descriptor import TensorDescriptor
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
 from tawa_xdsl.frontend.errors import SemanticError
 from tawa_xdsl.frontend.signature import ArgType, arg_type_of
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.runtime import gpu_available
-from tawa_xdsl.runtime.dispatch import LaunchCache, gpu_launch, host_descriptor, is_descriptor
+from tawa_xdsl.runtime.dispatch import (
+    LaunchCache,
+    current_torch_stream,
+    gpu_launch,
+    host_descriptor,
+    is_descriptor,
+)
+from tawa_xdsl.runtime.memory import DeviceArray
 from tawa_xdsl.runtime.tensors import is_torch_tensor
 
 Grid = tuple[int, ...] | int | Callable[[dict[str, Any]], Any]
@@ -165,7 +177,7 @@ class StageIR(Mapping[str, str]):
 
 # ------------------------------------------------------------------------------ backends
 
-Launcher = Callable[[CompiledKernel, tuple[int, ...], list[Any], Any], None]
+Launcher = Callable[[CompiledKernel, tuple[int, ...], list[Any], Any], Any]
 
 
 def interpret_launch(
@@ -244,6 +256,8 @@ class JITFunction:
         }
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
         self.dispatch: dict[tuple[Any, ...], DispatchEntry] = {}
+        self.launches: dict[tuple[Any, ...], RepeatLaunch] = {}
+        self.repeat_hits = 0
         self.__tawa_jit_function__ = fn
         functools.update_wrapper(self, fn)
 
@@ -328,6 +342,52 @@ class JITFunction:
     def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
         interpret = kwargs.pop("interpret", self.interpret)
         stream = kwargs.pop("stream", None)
+        backend = select_backend(interpret)
+        if backend is gpu_launch:
+            key = launch_key(args, kwargs)
+            if key is not None:
+                return self.run_on_gpu(key, args, kwargs, grid, stream)
+        entry = self.entry_for(args, kwargs)
+        if callable(grid):
+            grid = grid(entry.meta(self, args, kwargs))
+        backend(entry.compiled, grid_tuple(grid), entry.runtime_args(args, kwargs), stream)
+        return entry.compiled
+
+    def run_on_gpu(
+        self, key: tuple[Any, ...], args: Sequence[Any], kwargs: dict[str, Any], grid: Grid,
+        stream: Any,
+    ) -> CompiledKernel:  # fmt: skip
+        """A GPU launch whose arguments are all device tensors and plain values: a repeat of
+        an earlier launch with the same `launch_key`, grid and stream is one dict lookup and
+        the prepared cuLaunchKernelEx."""
+        repeat = self.launches.get(key)
+        if repeat is None:
+            entry = self.entry_for(args, kwargs)
+            repeat = RepeatLaunch(entry, torch_device(args))
+            if len(self.launches) >= MAX_REPEAT_LAUNCHES:
+                del self.launches[next(iter(self.launches))]
+            self.launches[key] = repeat
+        if callable(grid):
+            grid = grid(repeat.entry.meta(self, args, kwargs))
+        handle = stream_handle(stream, repeat.torch_device)
+        try:
+            prepared = repeat.prepared.get((grid, handle))
+        except TypeError:  # an unhashable grid (a list): launch without remembering it
+            prepared, grid = None, grid_tuple(grid)
+        if prepared is not None:
+            self.repeat_hits += 1
+            prepared()
+            return repeat.entry.compiled
+        runtime = repeat.entry.runtime_args(args, kwargs)
+        prepared = gpu_launch(repeat.entry.compiled, grid_tuple(grid), runtime, handle)
+        if prepared is not None and not isinstance(grid, list):
+            if len(repeat.prepared) >= MAX_REPEAT_LAUNCHES:
+                repeat.prepared.clear()
+            repeat.prepared[grid, handle] = prepared
+        return repeat.entry.compiled
+
+    def entry_for(self, args: Sequence[Any], kwargs: dict[str, Any]) -> DispatchEntry:
+        """The dispatch entry of a launch (bound, specialized and compiled on the first)."""
         key = self.dispatch_key(args, kwargs)
         try:
             entry = self.dispatch.get(key) if key is not None else None
@@ -337,11 +397,7 @@ class JITFunction:
             entry = self.dispatch_entry(args, kwargs)
             if key is not None:
                 self.dispatch[key] = entry
-        if callable(grid):
-            grid = grid(entry.meta(self, args, kwargs))
-        runtime_args = entry.runtime_args(args, kwargs)
-        entry.compiled.run(grid, *runtime_args, interpret=interpret, stream=stream)
-        return entry.compiled
+        return entry
 
     def dispatch_key(
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -414,6 +470,87 @@ class DispatchEntry:
         """Every parameter and launch option by name, for a grid callable."""
         merged = {**fn.defaults, **dict(zip(fn.param_names, args, strict=False)), **kwargs}
         return {k: v.value if isinstance(v, tl.constexpr) else v for k, v in merged.items()}
+
+
+# How many launch keys a kernel remembers (and prepared launches per key) before forgetting
+# the oldest: a training loop whose activations move every step must not grow without bound.
+MAX_REPEAT_LAUNCHES = 256
+
+
+@dataclass
+class RepeatLaunch:
+    """What a repeated GPU launch needs beyond its `launch_key`: the dispatch entry, the torch
+    device of its tensors (for torch's current stream), and the prepared launches by (grid,
+    stream)."""
+
+    entry: DispatchEntry
+    torch_device: int | None
+    prepared: dict[tuple[Any, int], Any] = field(default_factory=dict)
+
+
+# The types whose values `launch_key` takes as they are (with the type: 1, 1.0 and True are
+# equal as dict keys but not as kernel arguments).
+PLAIN_VALUES = (int, float, bool, str, type(None))
+
+
+def launch_item(value: Any) -> Hashable | None:
+    """One argument's part of a launch key: all that its specialization and its packed
+    parameter bytes depend on. A descriptor over a torch CUDA tensor or a DeviceArray: element
+    type, block shape, address, shape, strides; a plain value: its type and value. None for
+    anything else (the launch then takes the general path)."""
+    kind = value.__class__
+    if kind in PLAIN_VALUES:
+        return kind, value
+    if kind is TensorDescriptor:
+        base = value.base
+        block = tuple(value.block_shape)
+        if base.__class__ is DeviceArray:
+            view = base.view
+            return value.element_type, block, view.pointer, view.shape, view.strides
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(base, torch.Tensor) and base.is_cuda:
+            return value.element_type, block, base.data_ptr(), base.shape, base.stride()
+        return None
+    if kind is tl.constexpr:
+        return launch_item(value.value)
+    if isinstance(value, tl.dtype):
+        return kind, str(value)
+    return None
+
+
+def launch_key(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The key of a GPU launch's `RepeatLaunch` (None when an argument has no `launch_item`).
+    Plain values go in as (type, value) pairs inline: this runs on every launch."""
+    key: list[Any] = [len(args), tuple(kwargs)]
+    append = key.append
+    for value in (*args, *kwargs.values()):
+        kind = value.__class__
+        if kind in PLAIN_VALUES:
+            append(kind)
+            append(value)
+            continue
+        item = launch_item(value)
+        if item is None:
+            return None
+        append(item)
+    return tuple(key)
+
+
+def torch_device(args: Sequence[Any]) -> int | None:
+    """The device index of the first torch CUDA tensor behind a descriptor argument."""
+    torch = sys.modules.get("torch")
+    for value in args:
+        base = getattr(value, "base", None)
+        if torch is not None and isinstance(base, torch.Tensor) and base.is_cuda:
+            return base.get_device()
+    return None
+
+
+def stream_handle(stream: Any, device: int | None) -> int:
+    """`stream=` as a handle; else torch's current stream on `device`, or the default one."""
+    if stream is not None:
+        return int(getattr(stream, "cuda_stream", stream) or 0)
+    return 0 if device is None else current_torch_stream(device)
 
 
 def _hashable(value: Any) -> Any:

@@ -81,7 +81,8 @@ class LaunchCache:
         self.hits = 0
         self.misses = 0
 
-    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: int) -> None:
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: int) -> Prepared:
+        """Launch, preparing first on a miss; returns the prepared launch it ran."""
         key = (grid, stream, tuple(argument_key(a) for a in args))
         prepared = self.entries.get(key)
         if prepared is None:
@@ -96,18 +97,24 @@ class LaunchCache:
             self.hits += 1
             self.entries.move_to_end(key)
         prepared()
+        return prepared
 
 
 def torch_stream(tensor: Any) -> int:
     """The raw handle of torch's current stream on `tensor`'s device."""
+    return current_torch_stream(tensor.get_device())
+
+
+def current_torch_stream(device: int) -> int:
+    """The raw handle of torch's current stream on CUDA device `device`."""
     import torch
 
     # Triton reads the raw handle the same way: the public `current_stream()` builds a Stream
     # object on every call, a few microseconds of the launch budget.
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
-        return int(raw(tensor.get_device()))
-    return int(torch.cuda.current_stream(tensor.device).cuda_stream)
+        return int(raw(device))
+    return int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def resolve_stream(stream: Any, args: Sequence[Any]) -> int:
@@ -137,8 +144,12 @@ def has_host_descriptor(args: Sequence[Any]) -> bool:
     return any(is_descriptor(a) and not is_device_tensor(a.base) for a in args)
 
 
-def gpu_launch(jit_kernel: Any, grid: tuple[int, ...], args: list[Any], stream: Any = None) -> None:
-    """A `jit.Launcher` for the GPU (see the module docstring)."""
+def gpu_launch(
+    jit_kernel: Any, grid: tuple[int, ...], args: list[Any], stream: Any = None
+) -> Prepared | None:
+    """A `jit.Launcher` for the GPU (see the module docstring). Returns the prepared launch
+    when the launch went through the cache (a caller may run it again for the same
+    arguments), None for the copying path and an empty grid."""
     kernel = jit_kernel.gpu_kernel()
     if has_host_descriptor(args):
         staged = [
@@ -146,7 +157,7 @@ def gpu_launch(jit_kernel: Any, grid: tuple[int, ...], args: list[Any], stream: 
             for a in args
         ]
         kernel.launch(grid, *staged, stream=resolve_stream(stream, args))
-        return
+        return None
     if 0 in grid:
-        return  # no program instances: nothing to run (a zero grid is a driver error)
-    jit_kernel.launch_cache().launch(grid, args, resolve_stream(stream, args))
+        return None  # no program instances: nothing to run (a zero grid is a driver error)
+    return jit_kernel.launch_cache().launch(grid, args, resolve_stream(stream, args))

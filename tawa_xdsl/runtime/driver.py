@@ -173,9 +173,10 @@ def require_gpu(ordinal: int = 0) -> Device:
 
 
 def gpu_available() -> bool:
-    """Whether `require_gpu()` would succeed."""
+    """Whether `require_gpu()` would succeed (asked on every launch, so it makes no driver
+    call once the device is open)."""
     try:
-        require_gpu()
+        device = open_device(0)
     except (NoGPUError, UnsupportedGPUError, CudaError):
         return False
-    return True
+    return device.compute_capability == REQUIRED_CAPABILITY

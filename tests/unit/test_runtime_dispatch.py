@@ -11,6 +11,7 @@ import tawa_xdsl.language as tl
 from tawa_xdsl.jit import JITFunction
 from tawa_xdsl.runtime import dispatch
 from tawa_xdsl.runtime.dispatch import LaunchCache, gpu_launch, resolve_stream
+from tawa_xdsl.runtime.memory import ArrayView, DeviceArray
 
 
 class FakeDeviceTensor:
@@ -188,3 +189,40 @@ def test_the_gpu_backend_is_the_dispatching_one(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(jit_module, "gpu_available", lambda: True)
     assert jit_module.gpu_backend() is dispatch.gpu_launch
+
+
+def device_descriptor(pointer: int, block: int = 16) -> tawa_xdsl.TensorDescriptor:
+    view = ArrayView(pointer, "float32", (32,), (1,))
+    return tawa_xdsl.TensorDescriptor.from_tensor(DeviceArray(view), [block])
+
+
+def test_a_repeated_gpu_launch_is_one_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`JITFunction.run_on_gpu`: binds and prepares once per launch key, grid and stream; a
+    new address, block shape, scalar or stream prepares again."""
+    import tawa_xdsl.jit as jit_module
+
+    monkeypatch.setattr(jit_module, "gpu_available", lambda: True)
+    kernel = JITFunction(double_kernel.fn)
+    prepare = FakePrepare()
+    x, y = device_descriptor(0x1000), device_descriptor(0x2000)
+    for block in (16, 8):
+        compiled = kernel.compile(device_descriptor(0, block), device_descriptor(0, block), 32,
+                                  BLOCK=block)  # fmt: skip
+        compiled._gpu_kernel = FakeBackendKernel()
+        compiled._launches = LaunchCache(compiled._gpu_kernel, prepare)
+    for _ in range(3):
+        kernel[(2,)](x, y, 32, BLOCK=16)
+    assert (len(prepare.calls), kernel.repeat_hits) == (1, 2)
+    assert prepare.log == ["release", "launch", "launch", "launch"]
+    kernel[lambda meta: (32 // meta["BLOCK"],)](x, y, 32, BLOCK=16)  # grid (2,) again
+    assert (len(prepare.calls), kernel.repeat_hits) == (1, 3)
+    kernel[(2,)](x, device_descriptor(0x3000), 32, BLOCK=16)  # a new output address
+    kernel[(2,)](x, y, 31, BLOCK=16)  # a scalar's value is packed into the parameters
+    kernel[(2,)](x, y, 32, BLOCK=16, stream=7)
+    assert [call[1] for call in prepare.calls][-1] == 7
+    assert len(prepare.calls) == 4
+    x.block_shape = y.block_shape = [8]  # a pre-hook: another specialization
+    kernel[(4,)](x, y, 32, BLOCK=8)
+    assert len(kernel.cache) == 2 and len(prepare.calls) == 5
+    kernel[(4,)](x, y, 32, BLOCK=8)
+    assert kernel.repeat_hits == 4

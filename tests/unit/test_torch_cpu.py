@@ -114,3 +114,24 @@ def test_the_ops_say_what_is_missing_without_torch(monkeypatch: pytest.MonkeyPat
         ModuleNotFoundError, match=r"needs PyTorch: pip install 'tawa-xdsl\[torch\]'"
     ):
         ops.matmul(np.zeros((2, 2)), np.zeros((2, 2)))
+
+
+def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "launch.json"
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "launch_overhead.py"), "--mock", "--iters", "50",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        row["launcher"]: row["host_us_per_launch"] for row in json.loads(out.read_text())["rows"]
+    }
+    assert set(rows) == {"tawa jit kernel[grid]", "tawa jit kernel[grid] (grid callable)"}
+    assert all(us > 0 for us in rows.values())
