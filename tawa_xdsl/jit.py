@@ -300,11 +300,16 @@ class JITFunction:
     def specialize(
         self, arguments: dict[str, Any]
     ) -> tuple[list[tuple[str, ArgType]], dict[str, Any]]:
-        """(run-time parameters with their types), (constexpr values)."""
+        """(run-time parameters with their types), (constexpr values). A run-time parameter
+        given None is a constexpr None, as in Triton (`if bias_desc is not None:` in the kernel
+        is decided when it compiles)."""
         constexprs = {name: arguments[name] for name in self.constexpr_names}
         signature = []
         for name, value in arguments.items():
             if name in constexprs:
+                continue
+            if value is None:
+                constexprs[name] = None
                 continue
             try:
                 signature.append((name, arg_type_of(value)))
@@ -425,6 +430,8 @@ class JITFunction:
         and block shape)."""
         if name in self.specialized_names:
             return value.value if isinstance(value, tl.constexpr) else value
+        if value is None:
+            return None
         kind = type(value)
         if kind is int:
             return int if -(2**31) <= value < 2**31 else arg_type_of(value)

@@ -14,9 +14,13 @@ interpreter (slow; for tests and debugging).
 
 The kernels are the library's (`tawa_xdsl.kernels.gemm`, `tawa_xdsl.kernels.attention`),
 reached through one adapter function each (`gemm_module`, `gemm_configs`, `attention_module`).
-Bias,
-activation and fp8 scales are applied by torch after the kernel until those kernels take
-epilogues; GQA repeats K/V to the query heads (a copy).
+The GEMM's epilogue adds a bias vector of N elements and applies the activation before C is
+rounded; attention with fewer K/V heads (GQA) reads K/V head h // group in the kernel. Inputs
+are used as they are when contiguous (b as a transposed view of an [N, K] tensor), and the
+prepared launches (tensor maps, parameter buffers) are cached per address and shape
+(`runtime.dispatch.LaunchCache`). Applied by torch after the kernel, because the GEMM's
+lowering does not read them yet: a bias of another shape ([M, 1] or [M, N]) and the fp8
+scales of `scaled_mm` (an f32 vector read without a conversion is not lowered).
 
 This module imports without torch; calling an op without it raises ModuleNotFoundError.
 """
@@ -41,12 +45,16 @@ ACTIVATIONS = ("relu", "gelu", "silu")
 # ---------------------------------------------------------------------- kernel adapters
 
 
-def gemm_module(config: Any, dtype: str, out_dtype: str) -> Any:
-    """The tile module of C = A @ B^T (A [M, K], B [N, K]) for one autotune config."""
+def gemm_module(
+    config: Any, dtype: str, out_dtype: str, bias_dtype: str | None, activation: str | None
+) -> Any:
+    """The tile module of C = act(A @ B^T + bias) (A [M, K], B [N, K], bias [N] when
+    `bias_dtype` is given) for one autotune config."""
     import tawa_xdsl.language as tl
     from tawa_xdsl.kernels.gemm import config_tile_ir
 
-    return config_tile_ir(config, TL_TYPES[dtype](tl), TL_TYPES[out_dtype](tl))
+    bias = None if bias_dtype is None else TL_TYPES[bias_dtype](tl)
+    return config_tile_ir(config, TL_TYPES[dtype](tl), TL_TYPES[out_dtype](tl), bias, activation)
 
 
 def gemm_configs(dtype: str) -> list[Any]:
@@ -57,15 +65,17 @@ def gemm_configs(dtype: str) -> list[Any]:
     return configs_for(TL_TYPES[dtype](tl))
 
 
-def attention_module(head_dim: int, dtype: str, causal: bool, return_lse: bool) -> Any:
-    """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors, with
-    the options `tawa_xdsl.kernels.attention.compile_attention` chooses by default."""
+def attention_module(
+    head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1
+) -> Any:
+    """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors (K, V
+    [B*H/group, S, D]), with the options `kernels.attention.compile_attention` chooses."""
     from tawa_xdsl.compiler import CompileOptions
     from tawa_xdsl.kernels import attention
 
     block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
-    module = attention.tile_module(head_dim, short, causal, block_n, return_lse)
+    module = attention.tile_module(head_dim, short, causal, block_n, return_lse, group=group)
     options = CompileOptions(
         stages=3, mma_depth=1, consumers=2,
         registers=attention.default_registers(head_dim, block_n),
@@ -85,13 +95,18 @@ TL_TYPES = {
 
 
 @functools.cache
-def gemm_program(config: Any, dtype: str, out_dtype: str) -> tuple[Any, Any]:
-    return gemm_module(config, dtype, out_dtype), config.compile_options
+def gemm_program(
+    config: Any, dtype: str, out_dtype: str, bias_dtype: str | None = None,
+    activation: str | None = None,
+) -> tuple[Any, Any]:  # fmt: skip
+    return gemm_module(config, dtype, out_dtype, bias_dtype, activation), config.compile_options
 
 
 @functools.cache
-def attention_program(head_dim: int, dtype: str, causal: bool, return_lse: bool) -> Any:
-    return attention_module(head_dim, dtype, causal, return_lse)
+def attention_program(
+    head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1
+) -> Any:
+    return attention_module(head_dim, dtype, causal, return_lse, group)
 
 
 @functools.cache
@@ -102,13 +117,22 @@ def gpu_kernel(program: tuple[Any, Any]) -> Any:
     return compile_cached(*program)
 
 
+@functools.cache
+def launch_cache(program: tuple[Any, Any]) -> Any:
+    """The prepared launches of a program, by grid, stream and tensor addresses and layouts."""
+    from tawa_xdsl.runtime.dispatch import LaunchCache
+
+    return LaunchCache(gpu_kernel(program))
+
+
 def run_program(program: tuple[Any, Any], grid: tuple[int, ...], args: list[Any]) -> None:
     """Launch a tile program: on the GPU for CUDA tensors (in place, torch's current stream),
     else in the tile interpreter over the CPU tensors (in place)."""
+    from tawa_xdsl.runtime.dispatch import current_torch_stream
+
     module, _ = program
-    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
-        stream = torch.cuda.current_stream().cuda_stream
-        gpu_kernel(program).launch(grid, *args, stream=stream)
+    if args[0].is_cuda:  # every op's first argument is a tensor, on the device of the rest
+        launch_cache(program).launch(grid, args, current_torch_stream(args[0].get_device()))
         return
     from tawa_xdsl.descriptor import TensorDescriptor
     from tawa_xdsl.interp.tile import run_kernel
@@ -152,20 +176,24 @@ def gemm_tuner(dtype: str) -> Any:
     return Autotuner(gemm_kernel_launch, gemm_configs(dtype), key=[])
 
 
-def gemm_kernel_launch(a: Any, b_nk: Any, c: Any) -> None:
-    """C = A @ B^T on contiguous [M, K], [N, K] and [M, N] tensors, the config autotuned per
-    shape on the GPU (the first config in the interpreter)."""
+def gemm_kernel_launch(
+    a: Any, b_nk: Any, c: Any, bias: Any = None, activation: str | None = None
+) -> None:
+    """C = act(A @ B^T + bias) on contiguous [M, K], [N, K], [M, N] and [N] tensors, the
+    config autotuned per shape on the GPU (the first config in the interpreter)."""
     (m, k), n = a.shape, b_nk.shape[0]
     dtype, out = dtype_of(a), dtype_of(c)
+    bias_dtype = None if bias is None else dtype_of(bias)
+    args = [a, b_nk, c, m, n, k] + ([] if bias is None else [bias])
 
     def launcher(config: Any) -> Any:
-        program = gemm_program(config, dtype, out)
+        program = gemm_program(config, dtype, out, bias_dtype, activation)
         grid = (cdiv(m, config.kwargs["BLOCK_M"]) * cdiv(n, config.kwargs["BLOCK_N"]), 1, 1)
-        return lambda: run_program(program, grid, [a, b_nk, c, m, n, k])
+        return lambda: run_program(program, grid, args)
 
     tuner = gemm_tuner(dtype)
     if a.is_cuda:
-        config = tuner.tune((m, n, k, dtype, out), launcher)
+        config = tuner.tune((m, n, k, dtype, out, bias_dtype, activation), launcher)
     else:
         config = tuner.configs[0]
     launcher(config)()
@@ -190,13 +218,27 @@ def k_major(b: Any) -> Any:
     return bt if bt.is_contiguous() else bt.contiguous()
 
 
+def column_bias(bias: Any, n: int) -> Any:
+    """`bias` as the [N] f16/bf16 vector the GEMM epilogue reads, or None when it is another
+    shape or type (torch then adds it after the kernel)."""
+    if bias is None or dtype_of(bias) not in ("float16", "bfloat16"):
+        return None
+    if tuple(bias.shape) not in ((n,), (1, n)):
+        return None
+    vector = bias.reshape(n)
+    if vector.stride(0) != 1 or vector.data_ptr() % 16:  # TMA: contiguous, 16-byte aligned
+        vector = vector.clone()
+    return vector
+
+
 def epilogue(c: Any, bias: Any, activation: str | None) -> Any:
+    """The bias and activation by torch, for a bias the kernel does not read."""
     if bias is not None:
         c = c + bias.to(c.dtype)
     if activation == "relu":
         c = torch.relu(c)
-    elif activation == "gelu":
-        c = torch.nn.functional.gelu(c)
+    elif activation == "gelu":  # the tanh form, as the kernel's
+        c = torch.nn.functional.gelu(c, approximate="tanh")
     elif activation == "silu":
         c = torch.nn.functional.silu(c)
     return c
@@ -224,8 +266,12 @@ def matmul_impl(
     check_activation(activation)
     out = out_dtype_name(out_dtype, dtype_of(a))
     c = torch.empty(a.shape[0], b.shape[1], dtype=getattr(torch, out), device=a.device)
-    gemm_kernel_launch(a.contiguous(), k_major(b), c)
-    return epilogue(c, bias, activation)
+    vector = column_bias(bias, b.shape[1])
+    if bias is not None and vector is None:
+        gemm_kernel_launch(a.contiguous(), k_major(b), c)
+        return epilogue(c, bias, activation)
+    gemm_kernel_launch(a.contiguous(), k_major(b), c, vector, activation)
+    return c
 
 
 def matmul_fake(
@@ -289,17 +335,16 @@ def attention_impl(
     return_lse: bool = False,
 ) -> tuple[Any, Any]:  # fmt: skip
     batch, heads, seq, head_dim = check_attention(q, k, v)
-    if k.shape[1] != heads:  # GQA: each K/V head serves heads // H_kv query heads
-        k = k.repeat_interleave(heads // k.shape[1], dim=1)
-        v = v.repeat_interleave(heads // v.shape[1], dim=1)
+    group = heads // k.shape[1]  # GQA: query heads per K/V head, read in place by the kernel
     rows = batch * heads
-    q3, k3, v3 = (t.reshape(rows, seq, head_dim).contiguous() for t in (q, k, v))
+    q3 = q.reshape(rows, seq, head_dim).contiguous()
+    k3, v3 = (t.reshape(rows // group, seq, head_dim).contiguous() for t in (k, v))
     o = torch.empty_like(q3)
     args = [q3, k3, v3, o]
     if return_lse:  # rows 16 bytes apart, as the TMA store needs
         lse = torch.empty(rows, cdiv(seq, 4) * 4, dtype=torch.float32, device=q.device)[:, :seq]
         args.append(lse)
-    program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse))
+    program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse), group)
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
     run_program(program, (cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
     out = o.reshape(batch, heads, seq, head_dim)
@@ -369,7 +414,8 @@ def attention(
 def matmul(
     a: Any, b: Any, *, bias: Any = None, activation: str | None = None, out_dtype: Any = None
 ) -> Any:
-    """activation(a @ b + bias) for f16/bf16 a [M, K], b [K, N]."""
+    """activation(a @ b + bias) for f16/bf16 a [M, K], b [K, N]; "gelu" is its tanh form
+    (`F.gelu(approximate="tanh")`); a bias of N elements is added in the kernel's epilogue."""
     require_torch()
     return torch.ops.tawa.matmul(a, b, bias, activation, out_dtype)
 

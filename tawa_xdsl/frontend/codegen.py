@@ -594,6 +594,8 @@ class CodeGenerator(ast.NodeVisitor):
         if len(node.ops) != 1:
             raise SemanticError("chained comparisons of run-time values are not supported")
         symbol, _ = _COMPARE[type(node.ops[0])]
+        if symbol in ("is", "is not") and None in operands:
+            return symbol == "is not"  # a run-time value is never None (Triton's `x is None`)
         if symbol in ("is", "is not", "in", "not in"):
             raise SemanticError(f"'{symbol}' is not supported on run-time values")
         return semantic.compare(self.b, symbol, lhs, rhs_values[0])

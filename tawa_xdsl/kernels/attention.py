@@ -3,10 +3,12 @@
 FlashAttention's online softmax in base 2: each program owns BLOCK_M query rows of one head
 and walks the keys in blocks of BLOCK_N, keeping the running row max `m_i`, the running row
 sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, seq, head_dim]
-arrays read through 3-D descriptors, so blocks past `seq` read zeros and their stores are
-clipped; key columns past `seq` are masked. With CAUSAL, row r sees keys 0..r and the key
-loop stops after the diagonal block. `sm_scale` must be positive: the row max is taken over
-the raw scores and then scaled (one FFMA per score instead of a multiply and a subtract).
+arrays read through 3-D descriptors (with GQA, K and V are [batch * heads / GROUP, seq,
+head_dim]: query row r of the grid reads K/V row r // GROUP, no copies), so blocks past `seq`
+read zeros and their stores are clipped; key columns past `seq` are masked. With CAUSAL, row
+r sees keys 0..r and the key loop stops after the diagonal block. `sm_scale` must be
+positive: the row max is taken over the raw scores and then scaled (one FFMA per score
+instead of a multiply and a subtract).
 The element type (f16 or bf16) is the descriptors': P is rounded to V's type before P V, O to
 O's type. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
 tensor.
@@ -75,7 +77,7 @@ def attn_inner(
 def attn_rows(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr,
 ):  # fmt: skip
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
@@ -87,8 +89,11 @@ def attn_rows(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    kv_head = head
+    if GROUP > 1:  # GQA: GROUP consecutive query heads of a batch share one K/V head
+        kv_head = head // GROUP
     acc, l_i, m_i = attn_inner(
-        acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
+        acc, l_i, m_i, q, k_desc, v_desc, kv_head, off_m, seq, qk_scale,
         HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
     )  # fmt: skip
     out = acc / l_i[:, None]
@@ -100,10 +105,11 @@ def attn_rows(
 def attn_fwd(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
 ):  # fmt: skip
     attn_rows(
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+        GROUP,
     )  # fmt: skip
 
 
@@ -111,12 +117,13 @@ def attn_fwd(
 def attn_fwd_lse(
     q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
 ):  # fmt: skip
     """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
     (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
     head, off_m, m_i, l_i = attn_rows(
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+        GROUP,
     )  # fmt: skip
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
@@ -144,9 +151,11 @@ def tile_module(
     block_n: int | None = None,
     return_lse: bool = False,
     block_m: int = BLOCK_M,
+    group: int = 1,
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
-    Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module)."""
+    Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module); `group` query heads share each
+    K/V head (GQA)."""
     if dtype not in DTYPES:
         raise ValueError(f"attention: dtype must be f16 or bf16, got {dtype}")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
@@ -163,6 +172,7 @@ def tile_module(
         BLOCK_M=block_m,
         BLOCK_N=bn,
         CAUSAL=causal,
+        GROUP=group,
     )
     return kernel.module.clone()
 

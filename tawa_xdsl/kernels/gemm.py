@@ -7,6 +7,10 @@ are the descriptors': f16 or bf16 in and the same out, or fp8 (e4m3, e5m2) in an
 f16 out; the accumulator is rounded once, to C's type. Launch on
 grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), 1, 1) with arguments (a, b, c, M, N, K).
 
+The epilogue may add a bias vector of N elements (`bias_desc`, a 1-D descriptor with block
+[BLOCK_N]; None compiles it out) and apply an activation (`ACTIVATION`: None, "relu", "silu",
+or "gelu" in its tanh form), in f32 before C is rounded: C = act(A @ B^T + bias).
+
 FP8 takes BLOCK_K = 128 (wgmma k32, both operands K-major): one slot row is then exactly the
 128-byte swizzle span. TMA needs 16-byte row strides, so K must be a multiple of 16 for fp8.
 
@@ -32,6 +36,7 @@ from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 
 INPUT_DTYPES = (tl.float16, tl.bfloat16, tl.float8e4nv, tl.float8e5)
 OUTPUT_DTYPES = (tl.float16, tl.bfloat16)
+ACTIVATIONS = (None, "relu", "gelu", "silu")
 
 
 @tawa_xdsl.jit
@@ -48,11 +53,29 @@ def grouped_tile(pid, m, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     return pid_m, pid_n
 
 
+# exp(x) = exp2(x * LOG2E), as the SFU computes it (math.exp on tiles is not lowered).
+LOG2E = 1.4426950408889634
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+@tawa_xdsl.jit
+def activate(x, ACTIVATION: tl.constexpr):
+    """`ACTIVATION` (None, "relu", "gelu" in its tanh form, or "silu") of an f32 tile."""
+    if ACTIVATION == "relu":
+        x = tl.maximum(x, 0.0)
+    if ACTIVATION == "silu":
+        x = x / (1.0 + tl.exp2(x * -LOG2E))
+    if ACTIVATION == "gelu":  # x/2 (1 + tanh(u)) = x - x / (1 + exp(2u))
+        u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        x = x - x / (1.0 + tl.exp2(u * (2.0 * LOG2E)))
+    return x
+
+
 @tawa_xdsl.jit
 def gemm(
     a_desc, b_desc, c_desc, m, n, k,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    GROUP_M: tl.constexpr, bias_desc=None, ACTIVATION: tl.constexpr = None,
 ):  # fmt: skip
     pid = tl.program_id(0)
     pid_m, pid_n = grouped_tile(pid, m, n, BLOCK_M, BLOCK_N, GROUP_M)
@@ -65,6 +88,9 @@ def gemm(
         a = a_desc.load([off_m, off_k])
         b = b_desc.load([off_n, off_k])
         acc = tl.dot(a, b.T, acc)
+    if bias_desc is not None:  # a bias per column of C, in A's element type
+        acc = acc + tl.expand_dims(bias_desc.load([off_n]).to(tl.float32), 0)
+    acc = activate(acc, ACTIVATION)
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
@@ -80,14 +106,22 @@ def gemm_tile_ir(
     dtype: tl.dtype = tl.float16,
     group_m: int = 8,
     out_dtype: tl.dtype | None = None,
+    bias_dtype: tl.dtype | None = None,
+    activation: str | None = None,
 ) -> ModuleOp:
     """The tile IR of `gemm` for one tile shape and input type (a fresh module); C is
-    `out_dtype`, by default `default_out_dtype(dtype)`."""
+    `out_dtype`, by default `default_out_dtype(dtype)`; with `bias_dtype` the kernel takes a
+    bias vector of N elements of that type (its last argument), and applies `activation`."""
     if dtype not in INPUT_DTYPES:
         raise ValueError(f"gemm: dtype must be float16, bfloat16 or fp8, got {dtype}")
     out = out_dtype or default_out_dtype(dtype)
     if out not in OUTPUT_DTYPES:
         raise ValueError(f"gemm: out_dtype must be float16 or bfloat16, got {out}")
+    if bias_dtype is not None and bias_dtype not in OUTPUT_DTYPES:
+        raise ValueError(f"gemm: bias_dtype must be float16 or bfloat16, got {bias_dtype}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    bias = None if bias_dtype is None else DescriptorArg(bias_dtype, (block_n,))
     kernel = gemm.compile(
         DescriptorArg(dtype, (block_m, block_k)),
         DescriptorArg(dtype, (block_n, block_k)),
@@ -99,25 +133,40 @@ def gemm_tile_ir(
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         GROUP_M=group_m,
+        bias_desc=bias,
+        ACTIVATION=activation,
     )
     return kernel.module.clone()
 
 
-def config_tile_ir(config: Config, dtype: tl.dtype, out_dtype: tl.dtype | None = None) -> ModuleOp:
+def config_tile_ir(
+    config: Config,
+    dtype: tl.dtype,
+    out_dtype: tl.dtype | None = None,
+    bias_dtype: tl.dtype | None = None,
+    activation: str | None = None,
+) -> ModuleOp:
     """`gemm_tile_ir` for the block sizes (and GROUP_M) of `config`."""
     kw = config.kwargs
     return gemm_tile_ir(
-        kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], dtype, kw.get("GROUP_M", 8), out_dtype
-    )
+        kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], dtype, kw.get("GROUP_M", 8), out_dtype,
+        bias_dtype, activation,
+    )  # fmt: skip
 
 
 def compile_gemm(
-    config: Config, dtype: tl.dtype, out_dtype: tl.dtype | None = None, verify: bool = True
+    config: Config,
+    dtype: tl.dtype,
+    out_dtype: tl.dtype | None = None,
+    verify: bool = True,
+    bias_dtype: tl.dtype | None = None,
+    activation: str | None = None,
 ) -> CompiledKernel:
     """`gemm` for `config`'s blocks taken to PTX with its launch options; `verify=False`
     skips the ring proofs (CPU work the unit tests do)."""
     options = dataclasses.replace(options_from_launch(config.options()), verify=verify)
-    return compile_to_ptx(config_tile_ir(config, dtype, out_dtype), options)
+    module = config_tile_ir(config, dtype, out_dtype, bias_dtype, activation)
+    return compile_to_ptx(module, options)
 
 
 def grid(m: int, n: int, config: Config) -> tuple[int, int, int]:

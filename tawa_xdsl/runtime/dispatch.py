@@ -60,6 +60,8 @@ def argument_key(value: Any) -> Hashable:
     """What the packed parameter bytes of one kernel argument depend on."""
     if is_descriptor(value):
         return tensor_key(value.base), tuple(value.block_shape)
+    if is_torch_tensor(value):  # a tensor a program takes as it is (tawa_xdsl.ops)
+        return tensor_key(value)
     return type(value), value
 
 

@@ -3,7 +3,8 @@ element type they take, plus what their helpers refuse.
 
 The GEMM runs on small blocks (ragged shapes: TMA zero-fill and clipped stores) for f16, bf16
 and fp8 (e4m3, e5m2) inputs into bf16 and f16 outputs; attention for f16 and bf16, causal and
-not, with and without the log-sum-exp. The stored values are checked against the output
+not, with and without the log-sum-exp, and with K/V heads shared by query heads (GQA); the
+GEMM's fused epilogue (bias vector, activation). The stored values are checked against the output
 type's rounding of a float64 reference.
 """
 
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 import tawa_xdsl.language as tl
+from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.kernels import attention, gemm
 
@@ -136,3 +139,78 @@ def test_attention_defaults_are_the_benchmarked_configuration() -> None:
     assert attention.default_registers(128, 128) == (24, 240)
     assert attention.default_registers(64, 128) is None
     assert attention.grid(300, 48) == (3, 48, 1)
+
+
+def activation_reference(x: np.ndarray, activation: str | None) -> np.ndarray:
+    """The activations in float64 (gelu in its tanh form)."""
+    if activation == "relu":
+        return np.maximum(x, 0.0)
+    if activation == "silu":
+        return x / (1.0 + np.exp(-x))
+    if activation == "gelu":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return x
+
+
+@pytest.mark.parametrize(
+    ("with_bias", "activation"),
+    [(True, None), (True, "relu"), (True, "gelu"), (True, "silu"), (False, "gelu")],
+    ids=str,
+)
+def test_gemm_epilogue_bias_and_activation(with_bias: bool, activation: str | None) -> None:
+    """C = act(A @ B^T + bias) in the interpreter: the bias vector read in the epilogue (its
+    last block ragged), the activation in f32 before the one rounding to C's type."""
+    m, n, k, block = 70, 40, 64, (32, 16, 32)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    bias_dtype = tl.float16 if with_bias else None
+    module = gemm.gemm_tile_ir(*block, tl.float16, group_m=2, bias_dtype=bias_dtype,
+                               activation=activation)  # fmt: skip
+    args = [a, b, c, m, n, k, *([bias] if with_bias else [])]
+    run_kernel(module, (cdiv(m, block[0]) * cdiv(n, block[1]),), args)
+    x = a.astype(np.float64) @ b.astype(np.float64).T + (bias if with_bias else 0.0)
+    expected = activation_reference(x, activation)
+    np.testing.assert_allclose(c.astype(np.float64), expected, rtol=RTOL[tl.float16], atol=1e-3)
+
+
+def test_gemm_refuses_an_unknown_activation() -> None:
+    with pytest.raises(ValueError, match="^gemm: activation must be one of .*got 'tanh'$"):
+        gemm.gemm_tile_ir(activation="tanh")
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_gqa_reads_the_shared_kv_head(causal: bool) -> None:
+    """GROUP = 2: query row-heads 2j and 2j + 1 read K/V row-head j, no repeated copies."""
+    heads, kv_heads, seq, head_dim, block_m = 4, 2, 70, 32, 64
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((heads, seq, head_dim)).astype(np.float16)
+    k, v = (rng.standard_normal((kv_heads, seq, head_dim)).astype(np.float16) for _ in "kv")
+    o = np.full_like(q, np.nan)
+    scale = 1 / math.sqrt(head_dim)
+    module = attention.tile_module(head_dim, "f16", causal, 32, block_m=block_m, group=2)
+    run_kernel(module, (cdiv(seq, block_m), heads), [q, k, v, o, seq, scale])
+    expected, _ = attention_reference(q, np.repeat(k, 2, 0), np.repeat(v, 2, 0), scale, causal)
+    np.testing.assert_allclose(o.astype(np.float64), expected, atol=2e-3)
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
+@pytest.mark.parametrize(("config", "activation"), [(0, "relu"), (2, "gelu"), (3, "silu")], ids=str)
+def test_the_fused_epilogues_assemble(config: int, activation: str) -> None:
+    """The bias + activation GEMMs as ops.matmul compiles them (persistent, TMA-store
+    epilogue, 128x128 and 128x256 tiles) pass ptxas without a forbidden warning."""
+    kernel = gemm.compile_gemm(gemm.GEMM_CONFIGS[config], tl.bfloat16, verify=False,
+                               bias_dtype=tl.bfloat16, activation=activation)  # fmt: skip
+    result = assemble(kernel.ptx)
+    assert result.ok, result.log[-2000:]
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
+def test_the_gqa_attention_assembles() -> None:
+    module = attention.tile_module(128, "bf16", True, group=4)
+    options = CompileOptions(stages=3, mma_depth=1, consumers=2, registers=(24, 240),
+                             verify=False)  # fmt: skip
+    result = assemble(compile_to_ptx(module, options).ptx)
+    assert result.ok, result.log[-2000:]

@@ -59,6 +59,30 @@ def test_matmul_op_matches_torch() -> None:
     assert c.dtype == torch.float16 and c.shape == (96, 80)
 
 
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+def test_matmul_bias_and_activation_run_in_the_kernel(monkeypatch, activation: str) -> None:
+    """A bias of N elements and the activation are the GEMM's epilogue, not torch's: the
+    torch epilogue is not called; a per-row bias ([M, 1]) still is, and both are right."""
+    torch.manual_seed(5)
+    a = torch.randn(64, 64, dtype=torch.bfloat16)
+    b = torch.randn(64, 48, dtype=torch.bfloat16)
+    bias = torch.randn(48, dtype=torch.bfloat16)
+    act = {"gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+           "silu": torch.nn.functional.silu}[activation]  # fmt: skip
+    torch_epilogue = ops.epilogue
+    calls = []
+    monkeypatch.setattr(ops, "epilogue", lambda *args: calls.append(1) or torch_epilogue(*args))
+    c = ops.matmul(a, b, bias=bias, activation=activation)
+    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + bias.float()),
+                               atol=6e-2, rtol=2e-2)  # fmt: skip
+    assert calls == []
+    row_bias = torch.randn(64, 1, dtype=torch.bfloat16)
+    c = ops.matmul(a, b, bias=row_bias, activation=activation)
+    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + row_bias.float()),
+                               atol=6e-2, rtol=2e-2)  # fmt: skip
+    assert calls == [1]
+
+
 def test_scaled_mm_op_per_row_and_column_scales() -> None:
     torch.manual_seed(1)
     a = (torch.randn(64, 128) * 4).to(torch.float8_e4m3fn)
