@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl.language as tl
 from tawa_xdsl import compiler
+from tawa_xdsl.backend.ptxas import PtxasResult, assemble
 from tawa_xdsl.compiler import LAUNCH_OPTIONS, CompileOptions, compile_cached, options_from_launch
 from tawa_xdsl.descriptor import TensorDescriptor
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
@@ -80,11 +81,43 @@ class CompiledKernel:
     options: CompileOptions = field(default_factory=CompileOptions)
     _gpu_kernel: compiler.CompiledKernel | None = field(default=None, repr=False)
     _launches: Any = field(default=None, repr=False)
+    _ptxas: PtxasResult | None = field(default=None, repr=False)
 
     @property
     def ir(self) -> StageIR:
         """The IR of every stage as text: `ir["tile"]`, ..., `ir["ptx"]`."""
         return StageIR(self)
+
+    @property
+    def asm(self) -> KernelAsm:
+        """Triton's `.asm`: the stage IR (`asm["ptx"]`, ...) and `asm["cubin"]` (bytes)."""
+        return KernelAsm(self)
+
+    @property
+    def metadata(self) -> KernelMetadata:
+        """Triton's `.metadata`: registers and spills as ptxas reports them, shared memory
+        and threads as the compiler planned them."""
+        result, kernel = self.assembled(), self.gpu_kernel()
+        return KernelMetadata(
+            kernel.name, result.registers, result.spill_bytes, kernel.smem_bytes, kernel.threads
+        )
+
+    def assembled(self) -> PtxasResult:
+        """`ptxas -arch=sm_90a -v` of the PTX (run once); RuntimeError in one line without
+        ptxas or when it refuses the PTX."""
+        if self._ptxas is None:
+            try:
+                result = assemble(self.gpu_kernel().ptx)
+            except FileNotFoundError:
+                raise RuntimeError(
+                    f"{self.name}: .asm['cubin'] and .metadata run ptxas, which is not on PATH "
+                    "(install the CUDA toolkit, or read .asm['ptx'])"
+                ) from None
+            if result.returncode != 0:
+                last = result.log.strip().splitlines()[-1:] or ["no output"]
+                raise RuntimeError(f"{self.name}: ptxas refused the PTX: {last[0]}")
+            self._ptxas = result
+        return self._ptxas
 
     def gpu_kernel(self) -> compiler.CompiledKernel:
         """The kernel taken to PTX with this specialization's compile options (compiled once;
@@ -173,6 +206,40 @@ class StageIR(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(STAGES)
+
+
+class KernelAsm(Mapping[str, str | bytes]):
+    """`CompiledKernel.asm`: every stage's IR as text, and "cubin", ptxas's bytes."""
+
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel = kernel
+
+    def __getitem__(self, key: str) -> str | bytes:
+        if key == "cubin":
+            return self.kernel.assembled().cubin
+        return self.kernel.ir[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*STAGES, "cubin"))
+
+    def __len__(self) -> int:
+        return len(STAGES) + 1
+
+
+@dataclass(frozen=True)
+class KernelMetadata:
+    """What a compiled kernel uses per CTA: registers per thread and spilled bytes (ptxas),
+    dynamic shared memory in bytes and threads (the compiler's plan)."""
+
+    name: str
+    registers: int | None
+    spills: int
+    shared: int
+    threads: int
+
+    @property
+    def num_warps(self) -> int:
+        return self.threads // 32
 
 
 # ------------------------------------------------------------------------------ backends

@@ -16,6 +16,7 @@ from pathlib import Path
 
 FORBIDDEN_WARNINGS = ("C7508", "wgmma.mma_async instructions are serialized")
 _REGISTERS = re.compile(r"Used (\d+) registers")
+_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class PtxasResult:
 
     returncode: int
     log: str
+    cubin: bytes = b""  # the assembled module (empty when ptxas failed)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +42,11 @@ class PtxasResult:
     def registers(self) -> int | None:
         match = _REGISTERS.search(self.log)
         return int(match.group(1)) if match else None
+
+    @property
+    def spill_bytes(self) -> int:
+        """Bytes of spill stores plus spill loads, over every function in the log."""
+        return sum(int(stores) + int(loads) for stores, loads in _SPILLS.findall(self.log))
 
 
 def find_ptxas() -> str | None:
@@ -65,4 +72,5 @@ def assemble(ptx: str, arch: str = "sm_90a", ptxas: str | None = None) -> PtxasR
             text=True,
             check=False,
         )
-    return PtxasResult(proc.returncode, proc.stdout + proc.stderr)
+        cubin = out.read_bytes() if proc.returncode == 0 and out.exists() else b""
+    return PtxasResult(proc.returncode, proc.stdout + proc.stderr, cubin)

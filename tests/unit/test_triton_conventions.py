@@ -1,6 +1,7 @@
 """Triton's host-side conventions, on the CPU: Config(num_warps=, pre_hook=), autotune's
 prune_configs_by / reset_to_zero / restore_value, a pre-hook setting desc.block_shape,
-tawa_xdsl.cdiv / next_power_of_2, compiled[grid](...) and TRITON_INTERPRET."""
+tawa_xdsl.cdiv / next_power_of_2, compiled[grid](...), TRITON_INTERPRET, None arguments as
+constexpr None, and a compiled kernel's `.asm` (stage IR, ptx, cubin) and `.metadata`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pytest
 import tawa_xdsl
 import tawa_xdsl.language as tl
 from tawa_xdsl.autotune import Autotuner, Config, NoTimerError
+from tawa_xdsl.backend.ptxas import find_ptxas
+from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
+from tawa_xdsl.kernels.gemm import gemm
 
 D = tawa_xdsl.TensorDescriptor.from_tensor
 
@@ -134,3 +138,61 @@ def test_interpret_variables(monkeypatch: pytest.MonkeyPatch, variable: str) -> 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv(variable, "1")
     assert select_backend(None) is interpret_launch
+
+
+@tawa_xdsl.jit(interpret=True)
+def scale_maybe(x_desc, y_desc, s_desc, BLOCK: tl.constexpr):
+    """y = x (* s where s_desc is given): a None argument is a constexpr None."""
+    pid = tl.program_id(0)
+    x = x_desc.load([pid * BLOCK])
+    if s_desc is not None:
+        x = x * s_desc.load([pid * BLOCK])
+    y_desc.store([pid * BLOCK], x)
+
+
+def test_none_arguments_specialize_as_in_triton() -> None:
+    x, s = np.arange(16, dtype=np.float32), np.full(16, 3.0, np.float32)
+    y = np.zeros(16, np.float32)
+    compiled = scale_maybe[(2,)](D(x, [8]), D(y, [8]), None, BLOCK=8)
+    np.testing.assert_array_equal(y, x)
+    assert compiled.constexprs["s_desc"] is None
+    assert [name for name, _ in compiled.signature] == ["x_desc", "y_desc"]  # not a parameter
+    with_scale = scale_maybe[(2,)](D(x, [8]), D(y, [8]), D(s, [8]), BLOCK=8)
+    np.testing.assert_array_equal(y, 3 * x)
+    assert with_scale is not compiled and len(scale_maybe.cache) == 2
+    assert scale_maybe[(2,)](D(x, [8]), D(y, [8]), None, BLOCK=8) is compiled
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
+def test_asm_and_metadata_of_a_compiled_kernel() -> None:
+    import dataclasses
+
+    compiled = gemm.warmup(
+        DescriptorArg(tl.float16, (128, 64)), DescriptorArg(tl.float16, (128, 64)),
+        DescriptorArg(tl.float16, (128, 128)), ScalarArg(tl.int32), ScalarArg(tl.int32),
+        ScalarArg(tl.int32), BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
+    )  # fmt: skip
+    compiled = dataclasses.replace(compiled, options=dataclasses.replace(compiled.options,
+                                   verify=False))  # fmt: skip
+    assert list(compiled.asm) == ["tile", "aref", "mbarrier", "nvgpu", "ptx", "cubin"]
+    assert ".target sm_90a" in compiled.asm["ptx"] and compiled.asm["ptx"] == compiled.ir["ptx"]
+    cubin = compiled.asm["cubin"]
+    assert isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF"
+    meta = compiled.metadata
+    assert meta.name == compiled.gpu_kernel().name and meta.threads == 384
+    assert meta.num_warps == 12 and meta.spills == 0
+    assert 100 <= meta.registers <= 255 and meta.shared == compiled.gpu_kernel().smem_bytes
+
+
+def test_cubin_without_ptxas_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tawa_xdsl.jit as jit_module
+
+    def no_ptxas(ptx: str):
+        raise FileNotFoundError("ptxas not found on PATH")
+
+    monkeypatch.setattr(jit_module, "assemble", no_ptxas)
+    compiled = accumulate.warmup(DescriptorArg(tl.float32, (8,)), DescriptorArg(tl.float32, (8,)),
+                                 BLOCK=8)  # fmt: skip
+    compiled._gpu_kernel = type("Stub", (), {"ptx": ""})()
+    with pytest.raises(RuntimeError, match=r"\.asm\['cubin'\] and \.metadata run ptxas, which "):
+        compiled.asm["cubin"]
