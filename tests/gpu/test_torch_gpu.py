@@ -1,6 +1,7 @@
 """The PyTorch path on the H200: torch CUDA tensors through @jit with no copies, the stream a
 launch runs on, the launch cache, `torch.ops.tawa.*` against torch, torch.compile calling the
-ops without graph breaks, and the launch-overhead benchmark writing its JSON.
+ops without graph breaks (the bias and activation in the GEMM's epilogue, GQA read in place),
+examples/torch_block.py, and the launch- and op-overhead benchmarks writing their JSON.
 
 Run: `pytest tests/gpu/test_torch_gpu.py -v` (needs torch with CUDA and the `gpu` extra).
 """
@@ -135,16 +136,27 @@ def test_numpy_arguments_still_work(device) -> None:
 # ------------------------------------------------------------------------------ the ops
 
 
+ACTIVATIONS = {
+    None: lambda x: x,
+    "relu": torch.relu,
+    "gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
+}
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS), ids=str)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_matmul_op(device, dtype) -> None:
+def test_matmul_op(device, dtype, activation, monkeypatch) -> None:
+    """Bias and activation in the kernel's epilogue (torch's epilogue is never called)."""
     import tawa_xdsl.ops as ops
 
+    monkeypatch.setattr(ops, "epilogue", lambda *args: pytest.fail("torch epilogue used"))
     torch.manual_seed(2)
     a = torch.randn(1000, 512, device="cuda", dtype=dtype)
     b = torch.randn(512, 768, device="cuda", dtype=dtype)
     bias = torch.randn(768, device="cuda", dtype=dtype)
-    c = ops.matmul(a, b, bias=bias, activation="gelu")
-    ref = torch.nn.functional.gelu(a.float() @ b.float() + bias.float())
+    c = ops.matmul(a, b, bias=bias, activation=activation)
+    ref = ACTIVATIONS[activation](a.float() @ b.float() + bias.float())
     torch.testing.assert_close(c.float(), ref, atol=6e-2, rtol=2e-2)
     torch.testing.assert_close(torch.ops.tawa.matmul(a, b).float(), a.float() @ b.float(),
                                atol=6e-2, rtol=2e-2)  # fmt: skip

@@ -1,0 +1,142 @@
+"""The overhead of `torch.ops.tawa.*` over the raw kernel it launches, per shape, in one process.
+
+    python bench/op_overhead.py RESULTS_DIR [--quick]
+
+For each op and shape: the op's time per call and the raw kernel's (the same program with the
+config the op's autotuner picked, launched through its prepared cuLaunchKernelEx on the same
+tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls (median of
+`--rounds` rounds), as a model's forward issues them; `overhead` is op / raw - 1 (the issue's
+target is <= 3%). Rows go to RESULTS_DIR/op_overhead.json.
+
+* matmul: f16 4096^3 plain, and with a bias vector and gelu (fused in the epilogue);
+* scaled_mm: fp8 e4m3 4096^3, per-column scales (applied by torch after the kernel: the
+  lowering does not read an f32 vector yet, so this row shows that cost);
+* attention: bf16 [B, H, S, D] = [4, 32, 4096, 128] causal, and GQA with 8 K/V heads.
+
+`--quick` takes small shapes (a test of the script, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+import tawa_xdsl
+import tawa_xdsl.ops as ops
+
+
+def ms_per_call(run: Callable[[], object], calls: int, rounds: int) -> float:
+    """Median over `rounds` of the GPU milliseconds per call of `calls` back-to-back calls."""
+    run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
+def prepared(program: tuple, grid: tuple[int, ...], args: list) -> Callable[[], None]:
+    stream = torch.cuda.current_stream().cuda_stream
+    return ops.gpu_kernel(program).prepare(grid, *args, stream=stream)
+
+
+def matmul_rows(size: int, fused: bool) -> tuple[Callable, Callable, dict]:
+    a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    b_nk = torch.randn(size, size, device="cuda", dtype=torch.float16)
+    b = b_nk.t()  # [K, N], K-major: the op reads it without a copy
+    bias = torch.randn(size, device="cuda", dtype=torch.float16) if fused else None
+    activation = "gelu" if fused else None
+    ops.matmul(a, b, bias=bias, activation=activation)  # tunes this shape
+    key = (size, size, size, "float16", "float16", "float16" if fused else None, activation)
+    config = ops.gemm_tuner("float16").best[key]
+    program = ops.gemm_program(config, "float16", "float16", key[5], activation)
+    c = torch.empty(size, size, device="cuda", dtype=torch.float16)
+    grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
+    args = [a, b_nk, c, size, size, size, *([bias] if fused else [])]
+    row = {"op": "matmul", "shape": [size] * 3, "dtype": "float16",
+           "epilogue": "bias+gelu" if fused else "none", "config": str(config)}  # fmt: skip
+    return (
+        (lambda: ops.matmul(a, b, bias=bias, activation=activation)),
+        prepared(program, grid, args),
+        row,
+    )
+
+
+def scaled_mm_rows(size: int) -> tuple[Callable, Callable, dict]:
+    a = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
+    b_nk = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
+    scale_a = torch.tensor(0.5, device="cuda")
+    scale_b = torch.rand(1, size, device="cuda") + 0.5
+    ops.scaled_mm(a, b_nk.t(), scale_a, scale_b, out_dtype=torch.bfloat16)
+    key = (size, size, size, "float8_e4m3fn", "bfloat16", None, None)
+    config = ops.gemm_tuner("float8_e4m3fn").best[key]
+    program = ops.gemm_program(config, "float8_e4m3fn", "bfloat16")
+    c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+    grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
+    row = {"op": "scaled_mm", "shape": [size] * 3, "dtype": "float8_e4m3fn",
+           "epilogue": "per-tensor x per-column scales (torch)", "config": str(config)}  # fmt: skip
+    op = lambda: ops.scaled_mm(a, b_nk.t(), scale_a, scale_b, out_dtype=torch.bfloat16)  # noqa: E731
+    return op, prepared(program, grid, [a, b_nk, c, size, size, size]), row
+
+
+def attention_rows(batch: int, heads: int, kv_heads: int, seq: int) -> tuple:
+    dim, group = 128, heads // kv_heads
+    q = torch.randn(batch, heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(batch, kv_heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+            for _ in "kv")  # fmt: skip
+    program = ops.attention_program(dim, "bfloat16", True, False, group)
+    rows = batch * heads
+    o = torch.empty(rows, seq, dim, device="cuda", dtype=torch.bfloat16)
+    args = [q.reshape(rows, seq, dim), k.reshape(rows // group, seq, dim),
+            v.reshape(rows // group, seq, dim), o, seq, 1 / math.sqrt(dim)]  # fmt: skip
+    row = {"op": "attention", "shape": [batch, heads, seq, dim], "kv_heads": kv_heads,
+           "dtype": "bfloat16", "causal": True}  # fmt: skip
+    op = lambda: ops.attention(q, k, v, causal=True)  # noqa: E731
+    return op, prepared(program, (tawa_xdsl.cdiv(seq, 128), rows, 1), args), row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--quick", action="store_true", help="small shapes: a test of the script")
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=10)
+    args = parser.parse_args()
+    size, seq = (1024, 512) if args.quick else (4096, 4096)
+    cases = [
+        lambda: matmul_rows(size, fused=False),
+        lambda: matmul_rows(size, fused=True),
+        lambda: scaled_mm_rows(size),
+        lambda: attention_rows(4, 32, 32, seq),
+        lambda: attention_rows(4, 32, 8, seq),
+    ]
+    rows = []
+    for case in cases:
+        op, raw, row = case()
+        row["op_ms"] = ms_per_call(op, args.calls, args.rounds)
+        row["raw_ms"] = ms_per_call(raw, args.calls, args.rounds)
+        row["overhead"] = row["op_ms"] / row["raw_ms"] - 1
+        rows.append(row)
+        print(f"{row['op']:10s} {str(row['shape']):22s} op {row['op_ms']:.4f} ms  "
+              f"raw {row['raw_ms']:.4f} ms  overhead {row['overhead']:+.1%}")  # fmt: skip
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / "op_overhead.json"
+    out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
