@@ -241,3 +241,15 @@ def test_the_op_benchmark_writes_json(device, tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "op_overhead.json").read_text())["rows"]
     assert {row["op"] for row in rows} >= {"matmul", "attention"}
     assert all(row["op_ms"] > 0 and row["raw_ms"] > 0 for row in rows)
+
+
+def test_the_torch_block_example_on_the_gpu(device) -> None:
+    """examples/torch_block.py at its default (Llama-layer) size: matches eager PyTorch and
+    prints both blocks' time."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "torch_block.py")],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "ms per forward" in done.stdout
+    print(done.stdout)

@@ -159,3 +159,19 @@ def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
     }
     assert set(rows) == {"tawa jit kernel[grid]", "tawa jit kernel[grid] (grid callable)"}
     assert all(us > 0 for us in rows.values())
+
+
+def test_the_torch_block_example_checks_itself_in_the_interpreter() -> None:
+    """examples/torch_block.py on a CPU-only machine: a tiny block under torch.compile
+    (fullgraph, aot_eager) in the tile interpreter, against eager PyTorch."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "torch_block.py"
+    cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the GPU run: tests/gpu
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, check=False, env=cpu_only)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "tile interpreter (CPU)" in done.stdout and "max |tawa - torch|" in done.stdout
