@@ -31,7 +31,7 @@ from tawa_xdsl.runtime.driver import call, cuda_driver, require_gpu
 from tawa_xdsl.runtime.errors import LaunchError
 from tawa_xdsl.runtime.memory import describe, device_pointer, to_device, to_host
 from tawa_xdsl.runtime.module import Kernel, Param, load_kernel
-from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap, tensor_map
+from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap, TensorMapCache
 
 Dim3 = tuple[int, int, int]
 MAX_CLUSTER_SIZE = 8  # portable limit; 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -291,8 +291,14 @@ class CompiledProgram(Protocol):
         ...
 
 
+# The tensor maps of every kernel argument encoded so far (one process-wide cache: the maps of
+# a weight or an activation buffer are shared by every launch that reads it).
+TENSOR_MAPS = TensorMapCache()
+
+
 def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]:
-    """One runtime value per `.param`, from the kernel's arguments in signature order."""
+    """One runtime value per `.param`, from the kernel's arguments in signature order (tensor
+    maps from `TENSOR_MAPS`)."""
     values: list[Any] = []
     for p in program.params:
         arg = args[p.arg]
@@ -302,7 +308,7 @@ def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]
         view = describe(arg, p.name)
         if p.field == "tensormap":
             info = program.tensor_maps[p.arg]
-            values.append(tensor_map(arg, info.box, swizzle=info.swizzle or None, name=p.name))
+            values.append(TENSOR_MAPS.get(arg, info.box, info.swizzle or None, p.name))
         elif p.field == "ptr":
             values.append(view.pointer)
         elif p.field.startswith("dim"):

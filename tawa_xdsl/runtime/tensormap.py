@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -283,6 +284,38 @@ def encode_tiled(spec: TensorMapSpec, source: Any = None) -> TensorMap:
     if result != 0:
         raise CudaError("cuTensorMapEncodeTiled", f"CUresult {result}", f"{spec.name}: {args}")
     return TensorMap(spec, buffer, source)
+
+
+class TensorMapCache:
+    """Encoded maps by what they encode (`TensorMapSpec`: address, type, shape, strides, box,
+    swizzle), the least recently used dropped past `capacity`: a launch whose other tensors
+    moved encodes only the maps of those. The maps hold no tensor (their `source` is None)."""
+
+    def __init__(self, capacity: int = 256):
+        self.capacity = capacity
+        self.maps: OrderedDict[TensorMapSpec, TensorMap] = OrderedDict()
+        self.encoded = 0
+
+    def get(self, tensor: Any, box: Sequence[int], swizzle: Swizzle | int | None, name: str
+            ) -> TensorMap:  # fmt: skip
+        """The map over `tensor` with this box and swizzle (encoded on first use)."""
+        from tawa_xdsl.runtime.memory import describe
+
+        view = describe(tensor, name)
+        spec = TensorMapSpec(
+            address=view.pointer, dtype=view.dtype, shape=view.shape, strides=view.strides,
+            box=tuple(int(b) for b in box), swizzle=Swizzle.parse(swizzle), name=name,
+        )  # fmt: skip
+        found = self.maps.get(spec)
+        if found is not None:
+            self.maps.move_to_end(spec)
+            return found
+        encoded = encode_tiled(spec)
+        self.encoded += 1
+        self.maps[spec] = encoded
+        if len(self.maps) > self.capacity:
+            self.maps.popitem(last=False)
+        return encoded
 
 
 def tensor_map(

@@ -30,6 +30,7 @@ from tawa_xdsl.runtime.tensormap import Swizzle, TensorMap, TensorMapSpec, align
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # The module itself: the package's `launch` attribute is the function of that name.
 launch_module = importlib.import_module("tawa_xdsl.runtime.launch")
+tensormap_module = importlib.import_module("tawa_xdsl.runtime.tensormap")
 
 WS_GEMM_SIGNATURE = """
 .visible .entry ws_gemm_bf16(
@@ -257,25 +258,35 @@ def test_kernel_arguments_fill_every_param_of_a_compiled_kernel(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A descriptor argument gives its tensor map (the kernel's box and swizzle), pointer,
-    extents and strides; a scalar gives itself, in the kernel's `.param` order."""
+    extents and strides; a scalar gives itself, in the kernel's `.param` order. Maps are
+    encoded once per address and layout: a launch whose output moved encodes only its map."""
     maps: list[tuple] = []
 
-    def fake_map(arg, box, swizzle=None, name=""):
-        maps.append((name, box, swizzle))
-        return f"map {name}"
+    def fake_encode(spec, source=None):
+        maps.append((spec.name, spec.address, spec.box, spec.swizzle))
+        return f"map {spec.name} at {spec.address:#x}"
 
-    monkeypatch.setattr(launch_module, "tensor_map", fake_map)
+    monkeypatch.setattr(tensormap_module, "encode_tiled", fake_encode)
+    monkeypatch.setattr(launch_module, "TENSOR_MAPS", tensormap_module.TensorMapCache())
     kernel = compiled_gemm()
     a = SimpleNamespace(__cuda_array_interface__=cuda_interface((300, 160), 0x1000))
     b = SimpleNamespace(__cuda_array_interface__=cuda_interface((200, 160), 0x2000))
     c = SimpleNamespace(__cuda_array_interface__=cuda_interface((300, 200), 0x3000))
     values = launch_module.kernel_arguments(kernel, [a, b, c, 300, 200, 160])
     assert len(values) == len(kernel.params) == 3 * 5 + 3
-    assert values[:5] == ["map a_desc_tmap", 0x1000, 300, 160, 160]
+    assert values[:5] == ["map a_desc_tmap at 0x1000", 0x1000, 300, 160, 160]
     assert values[-3:] == [300, 200, 160]
     infos = [kernel.tensor_maps[i] for i in range(3)]
     names = ("a_desc_tmap", "b_desc_tmap", "c_desc_tmap")
-    assert maps == [(n, i.box, i.swizzle or None) for n, i in zip(names, infos, strict=True)]
+    assert maps == [
+        (n, address, i.box, tensormap_module.Swizzle.parse(i.swizzle or None))
+        for n, address, i in zip(names, (0x1000, 0x2000, 0x3000), infos, strict=True)
+    ]
+    moved = SimpleNamespace(__cuda_array_interface__=cuda_interface((300, 200), 0x4000))
+    values = launch_module.kernel_arguments(kernel, [a, b, moved, 300, 200, 160])
+    assert len(maps) == 4 and maps[-1][:2] == ("c_desc_tmap", 0x4000)
+    assert values[10] == "map c_desc_tmap at 0x4000"
+    assert launch_module.TENSOR_MAPS.encoded == 4
 
 
 def cuda_interface(shape: tuple[int, int], pointer: int) -> dict[str, object]:
