@@ -6,12 +6,14 @@
     kernel[grid](x_desc, y_desc, n, BLOCK=128)          # compile (once) and launch
     compiled = kernel.compile(x_desc, y_desc, n, BLOCK=128)
     compiled.ir["tile"]                                  # the IR of each stage, as text
+    compiled.asm["cubin"], compiled.metadata.registers   # Triton's .asm and .metadata
 
 A kernel is specialized on the values of its `tl.constexpr` parameters and on the types of
-its run-time arguments (scalar dtype, descriptor element type and block shape); each distinct
-key compiles once (`JITFunction.cache`). Launch keywords that are not parameters of the kernel
-are compile options (`tawa_xdsl.compiler.LAUNCH_OPTIONS`: `num_stages`, `mma_depth`,
-`num_consumer_groups`, `persistent`, `epilogue`, `registers`, `pingpong`, `verify`); they are
+its run-time arguments (scalar dtype, descriptor element type and block shape; a None argument
+is a constexpr None, as in Triton); each distinct key compiles once (`JITFunction.cache`).
+Launch keywords that are not parameters of the kernel are compile options
+(`tawa_xdsl.compiler.LAUNCH_OPTIONS`: `num_stages`, `mma_depth`, `num_consumer_groups`,
+`persistent`, `epilogue`, `registers`, `pingpong`, `verify`); they are
 read into one `CompileOptions` at binding time (an unknown one is refused there, in one line),
 are part of the compile key, and every one reaches the compiled kernel. The launch runs the
 compiled kernel on the GPU (`tawa_xdsl.runtime.dispatch.gpu_launch`) or in the tile
