@@ -10,6 +10,7 @@ type's rounding of a float64 reference.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import ml_dtypes
@@ -18,9 +19,16 @@ import pytest
 
 import tawa_xdsl.language as tl
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
-from tawa_xdsl.compiler import CompileOptions, compile_to_ptx
+from tawa_xdsl.compiler import (
+    CompileOptions,
+    compile_to_ptx,
+    lower_to_nvgpu_level,
+    options_from_launch,
+)
+from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.kernels import attention, gemm
+from tawa_xdsl.transforms.persistent import persistent_launch
 
 NUMPY = {
     tl.float16: np.dtype(np.float16),
@@ -214,3 +222,48 @@ def test_the_gqa_attention_assembles() -> None:
                              verify=False)  # fmt: skip
     result = assemble(compile_to_ptx(module, options).ptx)
     assert result.ok, result.log[-2000:]
+
+
+def nvgpu_launch(module, options: CompileOptions, grid: tuple[int, ...], args: list) -> None:
+    """Run a tile module at the nvgpu level (every thread, the layouts' fragments)."""
+    nvgpu = lower_to_nvgpu_level(module, dataclasses.replace(options, verify=False))
+    extra: list = []
+    if options.persistent:
+        grid, extra = persistent_launch(grid, 2)
+    run_nvgpu_kernel(nvgpu, grid, [*args, *extra])
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "silu"])
+def test_fused_epilogue_at_the_nvgpu_level_matches_the_tile_level(activation: str) -> None:
+    """The bias vector read into each thread's columns, the activation on the fragments:
+    the same values as the tile program (persistent, TMA-store epilogue, as ops compiles it)."""
+    m, n, k = 200, 136, 64
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float16)
+    module = gemm.gemm_tile_ir(128, 128, 64, tl.float16, bias_dtype=tl.float16,
+                               activation=activation)  # fmt: skip
+    grid = (cdiv(m, 128) * cdiv(n, 128),)
+    expected, c = (np.zeros((m, n), np.float16) for _ in range(2))
+    run_kernel(module, grid, [a, b, expected, m, n, k, bias])
+    options = options_from_launch(gemm.GEMM_CONFIGS[0].options())
+    nvgpu_launch(module, options, grid, [a, b, c, m, n, k, bias])
+    # exp2 is the GPU's ex2.approx at this level: within an f16 ulp of the tile level's
+    np.testing.assert_allclose(c.astype(np.float32), expected.astype(np.float32),
+                               rtol=2**-10, atol=2**-12)  # fmt: skip
+
+
+def test_gqa_attention_at_the_nvgpu_level_matches_the_tile_level() -> None:
+    heads, seq, head_dim = 4, 130, 64
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((heads, seq, head_dim)).astype(np.float16)
+    k, v = (rng.standard_normal((heads // 2, seq, head_dim)).astype(np.float16) for _ in "kv")
+    module = attention.tile_module(head_dim, "f16", True, group=2)
+    expected, o = (np.zeros_like(q) for _ in range(2))
+    grid = attention.grid(seq, heads)
+    run_kernel(module, grid, [q, k, v, expected, seq, 0.125])
+    nvgpu_launch(module, CompileOptions(stages=3, mma_depth=1, consumers=2), grid,
+                 [q, k, v, o, seq, 0.125])  # fmt: skip
+    np.testing.assert_allclose(o.astype(np.float32), expected.astype(np.float32),
+                               rtol=2**-10, atol=2**-12)  # fmt: skip
