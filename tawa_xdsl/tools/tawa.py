@@ -103,7 +103,7 @@ def run_compile(args: argparse.Namespace) -> int:
     constexprs = dict(parse_constexpr(c) for c in args.constexpr)
     runtime_params = [p for p in kernel.signature.parameters if p not in kernel.constexpr_names]
     types = parse_signature(args.signature or "", runtime_params)
-    missing = [p for p in runtime_params if p not in types]
+    missing = [p for p in runtime_params if p not in types and p not in kernel.defaults]
     if missing:
         raise UsageError(
             f"no type for run-time parameter(s) {', '.join(missing)}; give them with "
