@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -131,17 +131,31 @@ class RingSystem:
 
     # ------------------------------------------------------------------ expressions
 
-    def wrap(self, pos: tuple[Expr, Expr], off: int | Expr) -> tuple[Expr, Expr]:
-        """(stage, round parity) of use `k + off` given k's (stage, round parity) registers,
-        for -2D <= stage + off < 3D (every offset the protocol uses is within D)."""
+    def wrap(
+        self,
+        pos: tuple[Expr, Expr],
+        off: int,
+        var: Expr | None = None,
+        span: tuple[int, int] = (0, 0),
+    ) -> tuple[Expr, Expr]:
+        """(stage, round parity) of use `k + off (+ var)` given k's (stage, round parity)
+        registers, exact for every integer `off` (any number of ring turns, negative).
+
+        With `st = k mod D`, `k + off` is in round `k div D + (st + off) div D`: the
+        quotient `off div D` is a constant and `st + off mod D (+ var)` spans the few rounds
+        that the stage range [0, D) and `var`'s range `span` (clauses of the certificate,
+        so checked by the induction) allow; one case per round."""
         st, ph = pos
-        D, x = self.D, st + off
-        slot = z3.If(
-            x < -D,
-            x + 2 * D,
-            z3.If(x < 0, x + D, z3.If(x < D, x, z3.If(x < 2 * D, x - D, x - 2 * D))),
-        )
-        flip = z3.Or(z3.And(x < 0, x >= -D), z3.And(x >= D, x < 2 * D))
+        D = self.D
+        turns, rest = divmod(off, D)
+        x = st + rest if var is None else st + rest + var
+        low, high = (rest + span[0]) // D, (rest + D - 1 + span[1]) // D
+        slot: Expr = x - high * D
+        flip: Expr = z3.BoolVal((turns + high) % 2 == 1)
+        for q in range(high - 1, low - 1, -1):
+            inside = x < (q + 1) * D
+            slot = z3.If(inside, x - q * D, slot)
+            flip = z3.If(inside, z3.BoolVal((turns + q) % 2 == 1), flip)
         return slot, z3.If(flip, 1 - ph, ph)
 
     def slot(self, step: Step, pos: tuple[Expr, Expr], bar: bool = False) -> Expr:
@@ -295,7 +309,8 @@ class RingSystem:
         if L and rels:
             rel = rels[0]
             for s in range(self.D):
-                g = z3.And(drain > 0, self.wrap(pos, rel.slot_off - drain)[0] == s)
+                drained = self.wrap(pos, rel.slot_off, -drain, (-L, 0))[0]
+                g = z3.And(drain > 0, drained == s)
                 ga, upd = self._arrive(v, "empty", s, 0)
                 out.append((f"{name}:drain[s={s}]", z3.And(g, ga), {**upd, f"drain{i}": drain - 1}))
         if L and actor.drain:
@@ -383,7 +398,8 @@ class RingSystem:
             rels = [s for s in actor.steps if s.kind == "arrive" and s.barrier == "empty"]
             if self.L[i] and rels:
                 for s in range(self.D):
-                    here = z3.And(drain > 0, self.wrap(pos, rels[0].slot_off - drain)[0] == s)
+                    drained = self.wrap(pos, rels[0].slot_off, -drain, (-self.L[i], 0))[0]
+                    here = z3.And(drain > 0, drained == s)
                     out[f"COUNT at {name} drain slot {s}"] = z3.And(here, v[f"ep{s}"] == 0)
         enabled = z3.Or([g for _, g, _ in actions])
         finished = z3.And(
@@ -508,7 +524,7 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
         L = sys.L[i]
         nC = len(sys.cons[i].steps)
         c += [pc >= 0, pc <= nC, tpos >= 0, tpos <= L, drain >= 0, drain <= L]
-        st_c, ph_c = sys.wrap((sP, phase), -lag)
+        st_c, ph_c = sys.wrap((sP, phase), 0, -lag, (-(D + 1), 1))  # the lag bounds below
         c += [z3.Implies(drain > 0, z3.And(pc == 0, tpos == 0))]
         c += [v[f"st{i}"] == st_c, v[f"ph{i}"] == ph_c]
         c += [lag >= -1, lag <= D + 1, lag <= pmin, z3.Implies(z3.Not(more), lag >= 0)]
@@ -571,6 +587,57 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
     return c
 
 
+# ---------------------------------------------------------------------- canonical form
+
+
+def _resources(step: Step) -> list[tuple[tuple, str]]:
+    """(resource, which offset field addresses it) of each slot `step` touches: a barrier
+    array or a payload buffer."""
+    if step.kind in ("wait", "arrive"):
+        return [(("bar", step.barrier), "slot_off")]
+    if step.kind == "tma":
+        return [(("buf", step.buffer), "slot_off"), (("bar", "full"), "bar_slot_off")]
+    if step.kind in ("read", "store"):
+        return [(("buf", step.buffer), "slot_off")]
+    return []
+
+
+def canonical(ring: RingProtocolModel) -> RingProtocolModel:
+    """The same protocol up to renaming slots, in the form the certificate template states.
+
+    A slot is `(use + off) mod D`, so an offset matters only modulo D; a round parity
+    `((use + off) div D) & 1` only modulo 2D, and an offset of D flips it. Where every op on
+    one barrier array or buffer uses one offset c modulo D, renaming that resource's slot s
+    to s - c (every slot starts alike) is an isomorphism of the transition system, so the
+    offsets become 0. Offsets that differ on one resource are only reduced; the template
+    then fails, and the explicit search decides."""
+    steps = [s for a in (ring.producer, *ring.consumers) for s in (*a.steps, *a.prologue)]
+    if any(s.slot_mod != ring.depth for s in steps):
+        return ring
+    D = ring.depth
+    classes: dict[tuple, set[int]] = {}
+    for st in steps:
+        for resource, attr in _resources(st):
+            classes.setdefault(resource, set()).add(getattr(st, attr) % D)
+    shift = {r: next(iter(c)) for r, c in classes.items() if len(c) == 1}
+
+    def norm(st: Step) -> Step:
+        changes: dict[str, int] = {}
+        for resource, attr in _resources(st):
+            changes[attr] = (getattr(st, attr) - shift.get(resource, 0)) % D
+        if st.kind == "wait" and st.parity_div == D:
+            turn, off = divmod(st.parity_off % (2 * D), D)
+            changes |= {"parity_off": off, "parity_flip": st.parity_flip ^ turn}
+        return replace(st, **changes)
+
+    def actor(a: Actor) -> Actor:
+        return replace(a, steps=[norm(s) for s in a.steps], prologue=[norm(s) for s in a.prologue])
+
+    return replace(
+        ring, producer=actor(ring.producer), consumers=[actor(c) for c in ring.consumers]
+    )
+
+
 # ---------------------------------------------------------------------- 1-induction
 
 
@@ -616,7 +683,7 @@ def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
 def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     start = time.perf_counter()
     try:
-        system = RingSystem(ring)
+        system = RingSystem(canonical(ring))
         clauses = certificate_clauses(system)
     except TemplateMismatch as mismatch:
         return ProofResult(False, time.perf_counter() - start, f"template: {mismatch}")
