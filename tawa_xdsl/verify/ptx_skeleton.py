@@ -671,14 +671,15 @@ class PtxSkeleton:
 # ------------------------------------------------------------------------- comparison
 
 
-def describe(entry: Entry) -> str:
+def describe(entry: Entry, guards: bool = True) -> str:
+    """The entry in words: kind, addresses, parity, integers, tensor map (and guards)."""
     parts = [entry.kind]
     parts += [f"[{a}]" for a in entry.addrs]
     parts += [f"parity {v}" for v in entry.values]
     parts += [str(i) for i in entry.ints]
     if entry.symbol:
         parts.append(entry.symbol)
-    if entry.guards:
+    if guards and entry.guards:
         parts.append(
             "under "
             + " and ".join(f"{g.kind} {'' if g.taken else 'not '}({g.cond})" for g in entry.guards)
@@ -735,8 +736,13 @@ def validate_kernel(kernel: func.FuncOp, ptx: str) -> Validation:
             if result is not None:
                 bound = result
                 continue
-        ir_side = f"{describe(mine)} @ {mine.where}" if mine else "nothing"
-        ptx_side = f"'{theirs.text}' ({describe(theirs)}) @ {theirs.where}" if theirs else "nothing"
+        guards = "guard" in reason
+        ir_side = f"{describe(mine, guards)} @ {mine.where}" if mine else "nothing"
+        ptx_side = (
+            f"'{theirs.text}' ({describe(theirs, guards)}) @ {theirs.where}"
+            if theirs
+            else "nothing"
+        )
         raise PtxValidationError(
             f"@{name}: error: the PTX does not do what the proved IR says at protocol "
             f"instruction {n + 1} ({reason}): IR: {ir_side}; PTX: {ptx_side}"
