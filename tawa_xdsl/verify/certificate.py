@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 
 import z3
 
+from tawa_xdsl.verify import proof_cache
 from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step, shape_key
 
 Expr = z3.ExprRef
@@ -95,6 +96,7 @@ class RingSystem:
         self.L = [c.lag for c in self.cons]
         self.H = self.D + max(self.L, default=0) + 3
         self.copies = [(j, s) for j, s in enumerate(ring.producer.steps) if s.kind == "tma"]
+        self.wraps: dict[tuple, tuple[Expr, Expr]] = {}  # `wrap` results, built once each
         self.v = self.variables("")
 
     # ------------------------------------------------------------------ state
@@ -145,6 +147,14 @@ class RingSystem:
         quotient `off div D` is a constant and `st + off mod D (+ var)` spans the few rounds
         that the stage range [0, D) and `var`'s range `span` (clauses of the certificate,
         so checked by the induction) allow; one case per round."""
+        key = (pos[0].get_id(), pos[1].get_id(), off, None if var is None else var.get_id(), span)
+        if key not in self.wraps:
+            self.wraps[key] = self._wrap(pos, off, var, span)
+        return self.wraps[key]
+
+    def _wrap(
+        self, pos: tuple[Expr, Expr], off: int, var: Expr | None, span: tuple[int, int]
+    ) -> tuple[Expr, Expr]:
         st, ph = pos
         D = self.D
         turns, rest = divmod(off, D)
@@ -254,14 +264,15 @@ class RingSystem:
                     g, upd = self._arrive(v, st.barrier, s, st.tx)
                     out.append((name, z3.And(here, g), {**nxt, **upd}))
                 elif st.kind == "tma":
-                    for bs in range(self.D):
-                        g = z3.And(here, self.slot(st, self.pos(v), bar=True) == bs)
-                        upd = {
-                            **nxt,
-                            f"infl{n}_{bs}": v[f"infl{n}_{bs}"] + 1,
-                            f"age{st.buffer}_{s}": z3.IntVal(0),
-                        }
-                        out.append((f"{name}->full[{bs}]", g, upd))
+                    # Both slots come from one use: the barrier slot is a fixed distance from
+                    # the buffer slot (exact for every offset), one copy action per slot.
+                    bs = (s + st.bar_slot_off - st.slot_off) % self.D
+                    upd = {
+                        **nxt,
+                        f"infl{n}_{bs}": v[f"infl{n}_{bs}"] + 1,
+                        f"age{st.buffer}_{s}": z3.IntVal(0),
+                    }
+                    out.append((f"{name}->full[{bs}]", here, upd))
                 elif st.kind == "store":
                     out.append((name, here, {**nxt, f"age{st.buffer}_{s}": z3.IntVal(0)}))
             if st.kind not in ("wait", "arrive", "tma", "store"):
@@ -611,7 +622,7 @@ def canonical(ring: RingProtocolModel) -> RingProtocolModel:
     to s - c (every slot starts alike) is an isomorphism of the transition system, so the
     offsets become 0. Offsets that differ on one resource are only reduced; the template
     then fails, and the explicit search decides."""
-    steps = [s for a in (ring.producer, *ring.consumers) for s in (*a.steps, *a.prologue)]
+    steps = [s for a in (ring.producer, *ring.consumers) for s in a.steps]  # what is modeled
     if any(s.slot_mod != ring.depth for s in steps):
         return ring
     D = ring.depth
@@ -661,22 +672,36 @@ def _valid(hypotheses: list[Expr], claim: Expr, timeout_ms: int) -> bool | None:
     return result == z3.unsat
 
 
+GAVE_UP = " (solver gave up)"  # ends the `failed` of a check Z3 could not decide in time
 _PROOFS: dict[tuple, ProofResult] = {}  # by `shape_key`: protocols already checked
+
+
+def forget_proofs() -> None:
+    """Empty this process's proof cache (benchmarks time the proofs themselves)."""
+    _PROOFS.clear()
 
 
 def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
     """Check the certificate by 1-induction (module docstring).
 
     Results are cached by the protocol's shape (`extract.shape_key`: steps, counts, depth,
-    certificate parameters; no names or locations), so the same ring in another kernel, or
-    the same pipeline compiled again, costs nothing."""
+    certificate parameters; no names or locations), in this process and on disk
+    (`proof_cache`), so the same ring in another kernel, the same pipeline compiled again or
+    in another process costs nothing. A check the solver gave up on is never cached."""
     key = shape_key(ring)
     cached = _PROOFS.get(key)
+    if cached is None:
+        stored = proof_cache.load(key)
+        if stored is not None:
+            cached = ProofResult(stored["proved"], 0.0, str(stored.get("failed", "")))
+            _PROOFS[key] = cached
     if cached is not None:
         return ProofResult(cached.proved, 0.0, cached.failed, 0, ["cached"])
     result = _prove(ring, timeout_ms)
-    if result.proved or result.failed.startswith(("not preserved", "init", "does not")):
+    definite = result.failed.startswith(("not preserved", "init", "does not"))
+    if result.proved or (definite and not result.failed.endswith(GAVE_UP)):
         _PROOFS[key] = result
+        proof_cache.save(key, result.proved, result.failed, result.queries)
     return result
 
 
@@ -694,10 +719,16 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     def fail(what: str) -> ProofResult:
         return ProofResult(False, time.perf_counter() - start, what, queries)
 
+    def check(hypotheses: list[Expr], claim: Expr, what: str) -> ProofResult | None:
+        """None when the claim is valid, else the failure `what` (noting a timeout)."""
+        valid = _valid(hypotheses, claim, timeout_ms)
+        return None if valid else fail(what + (GAVE_UP if valid is None else ""))
+
     inv = z3.And(clauses)
     queries += 1
-    if not _valid([system.init()], inv, timeout_ms):
-        return fail("init does not satisfy the certificate")
+    failure = check([system.init()], inv, "init does not satisfy the certificate")
+    if failure:
+        return failure
     memo: dict[int, frozenset[str]] = {}
     mentions = [_names(c, memo) for c in clauses]
     # Warpgroups of one group are interchangeable: the model and the certificate are symmetric
@@ -722,15 +753,17 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
             continue
         for name, guard, inv2 in batch:
             queries += 1
-            if not _valid([inv, guard], inv2, timeout_ms):
-                return fail(f"not preserved by {name}")
+            failure = check([inv, guard], inv2, f"not preserved by {name}")
+            if failure:
+                return failure
     bads = system.bad(actions)
     # One query for all bad states; only when it fails, one per property to name it.
     queries += 1
     if not _valid([inv], z3.Not(z3.Or(list(bads.values()))), timeout_ms):
         for name, bad in bads.items():
             queries += 1
-            if not _valid([inv], z3.Not(bad), timeout_ms):
-                return fail(f"does not exclude {name}")
-        return fail("does not exclude the bad states together (solver gave up)")
+            failure = check([inv], z3.Not(bad), f"does not exclude {name}")
+            if failure:
+                return failure
+        return fail("does not exclude the bad states together" + GAVE_UP)
     return ProofResult(True, time.perf_counter() - start, "", queries)

@@ -4,8 +4,14 @@ violation. A protocol the search shows safe but the certificate rejects would be
 error of the certificate (incomplete); the reverse would be unsound."""
 
 import functools
+import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +20,7 @@ from tawa_xdsl.compiler import CompileOptions, pipeline
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.kernels.gemm import gemm_tile_ir
-from tawa_xdsl.verify.certificate import prove
+from tawa_xdsl.verify.certificate import forget_proofs, prove
 from tawa_xdsl.verify.explicit import search
 from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step, extract
 
@@ -198,3 +204,65 @@ def test_far_offsets_are_not_wrapped_into_one_turn():
         moved = replace(ring, producer=replace(ring.producer, steps=steps))
         assert prove(moved).proved == safe, extra
         assert (search(moved).violation is None) == safe, extra
+
+
+# ---------------------------------------------------------------------- the disk cache
+
+CHILD = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from test_verify_crosscheck import small_ring
+from tawa_xdsl.verify.certificate import forget_proofs, prove
+result = prove(small_ring())
+print(json.dumps({{"proved": result.proved, "detail": result.detail}}))
+"""
+
+
+def small_ring() -> RingProtocolModel:
+    """A correct ring of depth 2, one consumer warpgroup (proved in well under a second)."""
+    prod = [
+        Step("wait", "empty", 0, 2, 0, 2, 1),
+        Step("arrive", "full", 0, 2, tx=2048),
+        Step("tma", "", 0, 2, tx=2048, buffer=0),
+    ]
+    cons = [
+        Step("wait", "full", 0, 2, 0, 2, 0),
+        Step("read", "", 0, 2, buffer=0),
+        Step("arrive", "empty", 0, 2),
+    ]
+    return RingProtocolModel(
+        "r",
+        2,
+        1,
+        1,
+        Actor("P", "producer", 1, prod, ()),
+        [Actor("C0", "consumer", 1, cons, ())],
+        {"depth": 2, "consumers": 1, "expect_tx": 2048},
+        {"C0": 0},
+    )
+
+
+def prove_in_a_new_process(cache_dir: Path) -> dict:
+    code = CHILD.format(tests=str(Path(__file__).parent))
+    env = {**os.environ, "TAWA_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_reads_the_proof_from_disk(tmp_path: Path):
+    first = prove_in_a_new_process(tmp_path)
+    assert first == {"proved": True, "detail": []}
+    assert len(list((tmp_path / "proofs").glob("*/*.kernel"))) == 1
+    assert prove_in_a_new_process(tmp_path) == {"proved": True, "detail": ["cached"]}
+
+
+def test_an_unusable_proof_cache_costs_a_warning(tmp_path: Path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("TAWA_CACHE_DIR", str(blocked))
+    forget_proofs()
+    with pytest.warns(RuntimeWarning, match="unusable"):
+        assert prove(small_ring()).proved
