@@ -383,3 +383,23 @@ def test_a_changed_parity_shows_both_sides():
     module, ptx = kernel("gemm")
     with pytest.raises(PtxValidationError, match=r"another parity.*IR: mbarrier\.try_wait"):
         validate_ptx(module, flip_parity(0)(ptx))
+
+
+@pytest.mark.parametrize("name", ["gemm-persistent-tma", "attention-causal-pingpong"])
+def test_register_names_and_address_folding_do_not_matter(name: str):
+    """Values are compared, not text: registers renamed (in reverse order) and every
+    `mad` of an address split into `mul` + `add` still validate."""
+    module, ptx = kernel(name)
+    count = len(set(re.findall(r"%r(\d+)\b", ptx)))
+    renamed = re.sub(r"%r(\d+)\b", lambda m: f"%r{count - 1 - int(m.group(1))}", ptx)
+    split = re.sub(
+        r"mad\.lo\.u32 (%\w+), (%\w+), (\d+), (%\w+);",
+        lambda m: (
+            f"mul.lo.u32 {m[1]}, {m[2]}, {m[3]};\n    add.u32 {m[1]}, {m[1]}, {m[4]};"
+            if m[1] != m[4]
+            else m[0]
+        ),
+        renamed,
+    )
+    assert split != renamed and renamed != ptx
+    validate_ptx(module, split)
