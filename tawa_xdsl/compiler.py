@@ -58,6 +58,7 @@ from tawa_xdsl.transforms.set_registers import SetRegistersPass
 from tawa_xdsl.transforms.smem_budget import SharedMemoryError
 from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import check_module
+from tawa_xdsl.verify.ptx_skeleton import validate_ptx
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,7 @@ def compile_to_ptx(
             f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
         )
     ptx = emit_ptx(lowered)
+    validate_ptx(lowered, ptx)  # the printed protocol is the proved one (verify.ptx_skeleton)
     ir["ptx"] = ptx
     if on_stage is not None:
         for stage, text in ir.items():

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
+from tawa_xdsl.verify import proof_cache
 from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step, shape_key
 
 Expr = z3.ExprRef
@@ -95,6 +96,7 @@ class RingSystem:
         self.L = [c.lag for c in self.cons]
         self.H = self.D + max(self.L, default=0) + 3
         self.copies = [(j, s) for j, s in enumerate(ring.producer.steps) if s.kind == "tma"]
+        self.wraps: dict[tuple, tuple[Expr, Expr]] = {}  # `wrap` results, built once each
         self.v = self.variables("")
 
     # ------------------------------------------------------------------ state
@@ -131,17 +133,39 @@ class RingSystem:
 
     # ------------------------------------------------------------------ expressions
 
-    def wrap(self, pos: tuple[Expr, Expr], off: int | Expr) -> tuple[Expr, Expr]:
-        """(stage, round parity) of use `k + off` given k's (stage, round parity) registers,
-        for -2D <= stage + off < 3D (every offset the protocol uses is within D)."""
+    def wrap(
+        self,
+        pos: tuple[Expr, Expr],
+        off: int,
+        var: Expr | None = None,
+        span: tuple[int, int] = (0, 0),
+    ) -> tuple[Expr, Expr]:
+        """(stage, round parity) of use `k + off (+ var)` given k's (stage, round parity)
+        registers, exact for every integer `off` (any number of ring turns, negative).
+
+        With `st = k mod D`, `k + off` is in round `k div D + (st + off) div D`: the
+        quotient `off div D` is a constant and `st + off mod D (+ var)` spans the few rounds
+        that the stage range [0, D) and `var`'s range `span` (clauses of the certificate,
+        so checked by the induction) allow; one case per round."""
+        key = (pos[0].get_id(), pos[1].get_id(), off, None if var is None else var.get_id(), span)
+        if key not in self.wraps:
+            self.wraps[key] = self._wrap(pos, off, var, span)
+        return self.wraps[key]
+
+    def _wrap(
+        self, pos: tuple[Expr, Expr], off: int, var: Expr | None, span: tuple[int, int]
+    ) -> tuple[Expr, Expr]:
         st, ph = pos
-        D, x = self.D, st + off
-        slot = z3.If(
-            x < -D,
-            x + 2 * D,
-            z3.If(x < 0, x + D, z3.If(x < D, x, z3.If(x < 2 * D, x - D, x - 2 * D))),
-        )
-        flip = z3.Or(z3.And(x < 0, x >= -D), z3.And(x >= D, x < 2 * D))
+        D = self.D
+        turns, rest = divmod(off, D)
+        x = st + rest if var is None else st + rest + var
+        low, high = (rest + span[0]) // D, (rest + D - 1 + span[1]) // D
+        slot: Expr = x - high * D
+        flip: Expr = z3.BoolVal((turns + high) % 2 == 1)
+        for q in range(high - 1, low - 1, -1):
+            inside = x < (q + 1) * D
+            slot = z3.If(inside, x - q * D, slot)
+            flip = z3.If(inside, z3.BoolVal((turns + q) % 2 == 1), flip)
         return slot, z3.If(flip, 1 - ph, ph)
 
     def slot(self, step: Step, pos: tuple[Expr, Expr], bar: bool = False) -> Expr:
@@ -240,14 +264,15 @@ class RingSystem:
                     g, upd = self._arrive(v, st.barrier, s, st.tx)
                     out.append((name, z3.And(here, g), {**nxt, **upd}))
                 elif st.kind == "tma":
-                    for bs in range(self.D):
-                        g = z3.And(here, self.slot(st, self.pos(v), bar=True) == bs)
-                        upd = {
-                            **nxt,
-                            f"infl{n}_{bs}": v[f"infl{n}_{bs}"] + 1,
-                            f"age{st.buffer}_{s}": z3.IntVal(0),
-                        }
-                        out.append((f"{name}->full[{bs}]", g, upd))
+                    # Both slots come from one use: the barrier slot is a fixed distance from
+                    # the buffer slot (exact for every offset), one copy action per slot.
+                    bs = (s + st.bar_slot_off - st.slot_off) % self.D
+                    upd = {
+                        **nxt,
+                        f"infl{n}_{bs}": v[f"infl{n}_{bs}"] + 1,
+                        f"age{st.buffer}_{s}": z3.IntVal(0),
+                    }
+                    out.append((f"{name}->full[{bs}]", here, upd))
                 elif st.kind == "store":
                     out.append((name, here, {**nxt, f"age{st.buffer}_{s}": z3.IntVal(0)}))
             if st.kind not in ("wait", "arrive", "tma", "store"):
@@ -295,7 +320,8 @@ class RingSystem:
         if L and rels:
             rel = rels[0]
             for s in range(self.D):
-                g = z3.And(drain > 0, self.wrap(pos, rel.slot_off - drain)[0] == s)
+                drained = self.wrap(pos, rel.slot_off, -drain, (-L, 0))[0]
+                g = z3.And(drain > 0, drained == s)
                 ga, upd = self._arrive(v, "empty", s, 0)
                 out.append((f"{name}:drain[s={s}]", z3.And(g, ga), {**upd, f"drain{i}": drain - 1}))
         if L and actor.drain:
@@ -383,7 +409,8 @@ class RingSystem:
             rels = [s for s in actor.steps if s.kind == "arrive" and s.barrier == "empty"]
             if self.L[i] and rels:
                 for s in range(self.D):
-                    here = z3.And(drain > 0, self.wrap(pos, rels[0].slot_off - drain)[0] == s)
+                    drained = self.wrap(pos, rels[0].slot_off, -drain, (-self.L[i], 0))[0]
+                    here = z3.And(drain > 0, drained == s)
                     out[f"COUNT at {name} drain slot {s}"] = z3.And(here, v[f"ep{s}"] == 0)
         enabled = z3.Or([g for _, g, _ in actions])
         finished = z3.And(
@@ -508,7 +535,7 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
         L = sys.L[i]
         nC = len(sys.cons[i].steps)
         c += [pc >= 0, pc <= nC, tpos >= 0, tpos <= L, drain >= 0, drain <= L]
-        st_c, ph_c = sys.wrap((sP, phase), -lag)
+        st_c, ph_c = sys.wrap((sP, phase), 0, -lag, (-(D + 1), 1))  # the lag bounds below
         c += [z3.Implies(drain > 0, z3.And(pc == 0, tpos == 0))]
         c += [v[f"st{i}"] == st_c, v[f"ph{i}"] == ph_c]
         c += [lag >= -1, lag <= D + 1, lag <= pmin, z3.Implies(z3.Not(more), lag >= 0)]
@@ -571,6 +598,57 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
     return c
 
 
+# ---------------------------------------------------------------------- canonical form
+
+
+def _resources(step: Step) -> list[tuple[tuple, str]]:
+    """(resource, which offset field addresses it) of each slot `step` touches: a barrier
+    array or a payload buffer."""
+    if step.kind in ("wait", "arrive"):
+        return [(("bar", step.barrier), "slot_off")]
+    if step.kind == "tma":
+        return [(("buf", step.buffer), "slot_off"), (("bar", "full"), "bar_slot_off")]
+    if step.kind in ("read", "store"):
+        return [(("buf", step.buffer), "slot_off")]
+    return []
+
+
+def canonical(ring: RingProtocolModel) -> RingProtocolModel:
+    """The same protocol up to renaming slots, in the form the certificate template states.
+
+    A slot is `(use + off) mod D`, so an offset matters only modulo D; a round parity
+    `((use + off) div D) & 1` only modulo 2D, and an offset of D flips it. Where every op on
+    one barrier array or buffer uses one offset c modulo D, renaming that resource's slot s
+    to s - c (every slot starts alike) is an isomorphism of the transition system, so the
+    offsets become 0. Offsets that differ on one resource are only reduced; the template
+    then fails, and the explicit search decides."""
+    steps = [s for a in (ring.producer, *ring.consumers) for s in a.steps]  # what is modeled
+    if any(s.slot_mod != ring.depth for s in steps):
+        return ring
+    D = ring.depth
+    classes: dict[tuple, set[int]] = {}
+    for st in steps:
+        for resource, attr in _resources(st):
+            classes.setdefault(resource, set()).add(getattr(st, attr) % D)
+    shift = {r: next(iter(c)) for r, c in classes.items() if len(c) == 1}
+
+    def norm(st: Step) -> Step:
+        changes: dict[str, int] = {}
+        for resource, attr in _resources(st):
+            changes[attr] = (getattr(st, attr) - shift.get(resource, 0)) % D
+        if st.kind == "wait" and st.parity_div == D:
+            turn, off = divmod(st.parity_off % (2 * D), D)
+            changes |= {"parity_off": off, "parity_flip": st.parity_flip ^ turn}
+        return replace(st, **changes)
+
+    def actor(a: Actor) -> Actor:
+        return replace(a, steps=[norm(s) for s in a.steps], prologue=[norm(s) for s in a.prologue])
+
+    return replace(
+        ring, producer=actor(ring.producer), consumers=[actor(c) for c in ring.consumers]
+    )
+
+
 # ---------------------------------------------------------------------- 1-induction
 
 
@@ -594,29 +672,43 @@ def _valid(hypotheses: list[Expr], claim: Expr, timeout_ms: int) -> bool | None:
     return result == z3.unsat
 
 
+GAVE_UP = " (solver gave up)"  # ends the `failed` of a check Z3 could not decide in time
 _PROOFS: dict[tuple, ProofResult] = {}  # by `shape_key`: protocols already checked
+
+
+def forget_proofs() -> None:
+    """Empty this process's proof cache (benchmarks time the proofs themselves)."""
+    _PROOFS.clear()
 
 
 def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
     """Check the certificate by 1-induction (module docstring).
 
     Results are cached by the protocol's shape (`extract.shape_key`: steps, counts, depth,
-    certificate parameters; no names or locations), so the same ring in another kernel, or
-    the same pipeline compiled again, costs nothing."""
+    certificate parameters; no names or locations), in this process and on disk
+    (`proof_cache`), so the same ring in another kernel, the same pipeline compiled again or
+    in another process costs nothing. A check the solver gave up on is never cached."""
     key = shape_key(ring)
     cached = _PROOFS.get(key)
+    if cached is None:
+        stored = proof_cache.load(key)
+        if stored is not None:
+            cached = ProofResult(stored["proved"], 0.0, str(stored.get("failed", "")))
+            _PROOFS[key] = cached
     if cached is not None:
         return ProofResult(cached.proved, 0.0, cached.failed, 0, ["cached"])
     result = _prove(ring, timeout_ms)
-    if result.proved or result.failed.startswith(("not preserved", "init", "does not")):
+    definite = result.failed.startswith(("not preserved", "init", "does not"))
+    if result.proved or (definite and not result.failed.endswith(GAVE_UP)):
         _PROOFS[key] = result
+        proof_cache.save(key, result.proved, result.failed, result.queries)
     return result
 
 
 def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     start = time.perf_counter()
     try:
-        system = RingSystem(ring)
+        system = RingSystem(canonical(ring))
         clauses = certificate_clauses(system)
     except TemplateMismatch as mismatch:
         return ProofResult(False, time.perf_counter() - start, f"template: {mismatch}")
@@ -627,10 +719,16 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     def fail(what: str) -> ProofResult:
         return ProofResult(False, time.perf_counter() - start, what, queries)
 
+    def check(hypotheses: list[Expr], claim: Expr, what: str) -> ProofResult | None:
+        """None when the claim is valid, else the failure `what` (noting a timeout)."""
+        valid = _valid(hypotheses, claim, timeout_ms)
+        return None if valid else fail(what + (GAVE_UP if valid is None else ""))
+
     inv = z3.And(clauses)
     queries += 1
-    if not _valid([system.init()], inv, timeout_ms):
-        return fail("init does not satisfy the certificate")
+    failure = check([system.init()], inv, "init does not satisfy the certificate")
+    if failure:
+        return failure
     memo: dict[int, frozenset[str]] = {}
     mentions = [_names(c, memo) for c in clauses]
     # Warpgroups of one group are interchangeable: the model and the certificate are symmetric
@@ -655,15 +753,17 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
             continue
         for name, guard, inv2 in batch:
             queries += 1
-            if not _valid([inv, guard], inv2, timeout_ms):
-                return fail(f"not preserved by {name}")
+            failure = check([inv, guard], inv2, f"not preserved by {name}")
+            if failure:
+                return failure
     bads = system.bad(actions)
     # One query for all bad states; only when it fails, one per property to name it.
     queries += 1
     if not _valid([inv], z3.Not(z3.Or(list(bads.values()))), timeout_ms):
         for name, bad in bads.items():
             queries += 1
-            if not _valid([inv], z3.Not(bad), timeout_ms):
-                return fail(f"does not exclude {name}")
-        return fail("does not exclude the bad states together (solver gave up)")
+            failure = check([inv], z3.Not(bad), f"does not exclude {name}")
+            if failure:
+                return failure
+        return fail("does not exclude the bad states together" + GAVE_UP)
     return ProofResult(True, time.perf_counter() - start, "", queries)
