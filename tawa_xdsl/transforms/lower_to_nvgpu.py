@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -60,10 +60,9 @@ from tawa_xdsl.transforms.to_nvgpu.masks import Masks
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 from tawa_xdsl.transforms.to_nvgpu.stores import EPILOGUES, TmaEpilogue
 
-# The ops that may read a tile still in its smem slot (a view); any other use is refused.
-SLOT_VIEW_USERS = (
-    tile.DotOp, tile.ExtractSliceOp, tile.TransOp, tile.ReshapeOp, tile.ConvertOp
-)  # fmt: skip
+# The ops that read a tile still in its smem slot (a view) as a view; any other use reads it
+# into registers where it was loaded (`slots.registers`).
+SLOT_VIEW_USERS = (tile.DotOp, tile.ExtractSliceOp, tile.TransOp, tile.ReshapeOp)
 
 
 # ------------------------------------------------------------------------------- the pass
@@ -231,6 +230,7 @@ class ConsumerLowering:
     pingpong: bool = False
     warpgroups: int = 1
     views: dict[SSAValue, SmemView] = field(default_factory=dict)
+    loaded: dict[SSAValue, SSAValue] = field(default_factory=dict)  # views read into registers
     masks: Masks = field(default_factory=Masks)
     vectors: fragments.Vectors = field(default_factory=fragments.Vectors)
     dead: list[Operation] = field(default_factory=list)
@@ -248,13 +248,24 @@ class ConsumerLowering:
         """`op` lives on as a view, index, mask or vector: erased once nothing uses it."""
         self.dead.append(op)
 
+    def registers(self, op: Operation) -> None:
+        """Read the views `op` takes into fragments (one load per view, where it was
+        loaded), unless `op` reads them as views."""
+        if isinstance(op, SLOT_VIEW_USERS) or self.vectors.spreads_over_rows(op):
+            return
+        for index, value in enumerate(op.operands):
+            if value not in self.views:
+                continue
+            if value not in self.loaded:
+                load = slots.registers(op, value, self.views[value])
+                owner = value.owner
+                assert isinstance(owner, Operation)
+                insert_after(owner, [load])
+                self.loaded[value] = load.results[0]
+            op.operands[index] = self.loaded[value]
+
     def op(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
-        if not isinstance(op, SLOT_VIEW_USERS) and any(v in self.views for v in op.operands):
-            raise fail(
-                op,
-                "uses a loaded tile other than as a tl.dot operand or a vector read "
-                "(not lowered yet)",
-            )
+        self.registers(op)
         match op:
             # smem slots
             case nvgpu.SmemLoadOp():
@@ -269,8 +280,8 @@ class ConsumerLowering:
             case tile.TransOp() if op.source in self.views:
                 self.views[op.result] = slots.transpose(self.views[op.source])
                 self.symbolic(op)
-            case tile.ConvertOp() if op.source in self.views:
-                self.vectors.load_columns(op, self.views[op.source])
+            case tile.ConvertOp() | tile.ExpandDimsOp() if op.operands[0] in self.views:
+                self.vectors.load_columns(op, self.views[op.operands[0]])
                 self.symbolic(op)
             case tile.DotOp():
                 wgmma.dot(op, self.views, self.dead)
@@ -317,6 +328,8 @@ class ConsumerLowering:
                 fragments.binary(op)
             case _ if type(op) in fragments.FLOAT_UNARY and is_tile(op.results[0]):
                 fragments.unary(op)
+            case math.FmaOp() if is_tile(op.result):
+                fragments.fma(op)
             # stores
             case tile.StoreOp() | tile.StoreSliceOp() if (
                 self.epilogue is not None and self.epilogue.accepts(op)

@@ -6,13 +6,15 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
 
 * `tile.splat` -> `fragment_splat`; `tile.convert` -> `fragment_convert`; `tile.reshape` of
   a fragment is the fragment;
-* `arith` on float tiles -> `fragment_binary`; `math.exp2`, `math.log2`, `arith.negf` ->
-  `fragment_unary`;
+* `arith` on float tiles -> `fragment_binary`; `math.exp2`/`exp`/`log2`/`log`/`sqrt`/
+  `rsqrt`/`tanh`/`erf`/`absf` and `arith.negf` -> `fragment_unary`; `math.fma` -> a
+  multiply and an add;
 * `tile.reduce` along the row axis (columns, axis 1) -> per-thread `fragment_row_reduce` and
   two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials;
 * row vectors: `expand_dims(v, 1)` + `broadcast` -> `fragment_broadcast_rows`;
-* column vectors read from a slot (a bias): `convert` + `expand_dims(v, 0)` + `broadcast` ->
-  one `fragment_load_columns` where the slot is held."""
+* column vectors read from a slot (a bias): [`convert` +] `expand_dims(v, 0)` + `broadcast`
+  -> one `fragment_load_columns` where the slot is held; other slot reads become fragments
+  where they were loaded (`slots.registers`)."""
 
 from __future__ import annotations
 
@@ -42,7 +44,14 @@ FLOAT_BINARY: dict[type[Operation], BinaryKind] = {
 FLOAT_UNARY: dict[type[Operation], UnaryKind] = {
     math.Exp2Op: UnaryKind.EXP2,
     math.Log2Op: UnaryKind.LOG2,
+    math.ExpOp: UnaryKind.EXP,
+    math.LogOp: UnaryKind.LOG,
+    math.SqrtOp: UnaryKind.SQRT,
+    math.RsqrtOp: UnaryKind.RSQRT,
+    math.TanhOp: UnaryKind.TANH,
+    math.ErfOp: UnaryKind.ERF,
     arith.NegfOp: UnaryKind.NEG,
+    math.AbsFOp: UnaryKind.ABS,
 }
 REDUCE_COMBINE = {ReduceKind.MAX: BinaryKind.MAX, ReduceKind.SUM: BinaryKind.ADD}
 
@@ -81,6 +90,13 @@ def unary(op: Operation) -> None:
     Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(FLOAT_UNARY[type(op)], op.operands[0]))
 
 
+def fma(op: math.FmaOp) -> None:
+    """`a * b + c` as a multiply and an add (ptxas contracts them into one fma.rn)."""
+    product = nvgpu.FragmentBinaryOp(BinaryKind.MUL, op.a, op.b)
+    total = nvgpu.FragmentBinaryOp(BinaryKind.ADD, product.result, op.c)
+    Rewriter.replace_op(op, [product, total])
+
+
 def convert(op: tile.ConvertOp) -> None:
     """A convert feeding dots as A makes their register operand (the accumulator layout of
     each k16 slice is the A layout: conversion only); any other makes a fragment."""
@@ -100,7 +116,11 @@ def row_reduce(op: tile.ReduceOp) -> None:
     """Per-thread partial over its columns, then butterflies over the quad's 4 lanes."""
     src = op.source.type
     if not isinstance(src, FragmentType) or op.axis.value.data != 1:
-        raise fail(op, "must reduce an accumulator tile along its columns (axis 1)")
+        raise fail(
+            op,
+            "must reduce a 2-D tile along its columns (axis 1): a reduction along axis 0 "
+            "crosses warps and is not lowered for the GPU (reduce the transposed tile)",
+        )
     combine = REDUCE_COMBINE[op.kind.data]
     partial = nvgpu.FragmentRowReduceOp(op.kind.data, op.source)
     ops: list[Operation] = [partial]
@@ -124,12 +144,29 @@ class Vectors:
     def holds(self, value: SSAValue) -> bool:
         return value in self.row_columns or value in self.columns
 
-    def load_columns(self, op: tile.ConvertOp, view: SmemView) -> None:
-        """`convert` of a 1-D slot read that `expand_dims` (axis 0) and `broadcast` spread over
-        the rows: one `fragment_load_columns` here, where the slot is held."""
+    @staticmethod
+    def spreads_over_rows(op: Operation) -> bool:
+        """Whether `op` is `expand_dims(v, 0)` of a 1-D slot read, or its `convert` that only
+        such expand_dims read: a per-column vector (a bias) spread over the rows."""
+        if isinstance(op, tile.ExpandDimsOp):
+            return op.axis.value.data == 0
+        if not isinstance(op, tile.ConvertOp):
+            return False
         spread = [u.operation for u in op.result.uses]
-        if not all(isinstance(e, tile.ExpandDimsOp) and e.axis.value.data == 0 for e in spread):
-            raise fail(op, "of a slot read needs a 1-D vector spread over rows (expand_dims 0)")
+        return bool(spread) and all(
+            isinstance(e, tile.ExpandDimsOp) and e.axis.value.data == 0 for e in spread
+        )
+
+    def load_columns(self, op: tile.ConvertOp | tile.ExpandDimsOp, view: SmemView) -> None:
+        """`convert` (or `expand_dims` axis 0) of a 1-D slot read that `expand_dims` (axis 0)
+        and `broadcast` spread over the rows: one `fragment_load_columns` here, where the
+        slot is held."""
+        if isinstance(op, tile.ExpandDimsOp):
+            spread: list[Operation] = [op]
+        else:
+            spread = [u.operation for u in op.result.uses]
+        if view.row is not None:
+            raise fail(op, "spreads a slice of a vector slot over rows (load the whole vector)")
         shapes = {
             b.result.type
             for e in spread
@@ -138,7 +175,7 @@ class Vectors:
         }
         ty = op.result.type
         if len(shapes) != 1 or not isinstance(ty, TensorType) or ty.element_type != Float32Type():
-            raise fail(op, "of a slot read needs one f32 broadcast over rows")
+            raise fail(op, "of a slot read needs one f32 broadcast over rows (convert to f32)")
         (shape,) = shapes
         load = nvgpu.FragmentLoadColumnsOp(view.buf, view.slot, fragment_of(shape))  # type: ignore[arg-type]
         insert_before(op, [load])
