@@ -631,7 +631,7 @@ def _fragment_store_global(
 def _load_columns(ev: Evaluator, op: nvgpu.FragmentLoadColumnsOp, operands: list[Any]) -> tuple:
     smem, slot = operands
     index = int(uniform(op, slot, warpgroup(ev).mask))
-    vector = readable(op, smem, index).data.astype(np.float32)
+    vector = readable(op, smem, index).data.reshape(-1).astype(np.float32)
     return (vector[coords_of(op.result.type)[1]],)
 
 
@@ -649,7 +649,7 @@ def _fragment_load(ev: Evaluator, op: nvgpu.FragmentLoadOp, operands: list[Any])
 def _fragment_load_rows(ev: Evaluator, op: nvgpu.FragmentLoadRowsOp, operands: list[Any]) -> tuple:
     """Each thread reads its rows of the 1-D slot, from element `row` on."""
     smem, slot, *row = operands
-    vector = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data
+    vector = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data.reshape(-1)
     (rows,) = coords_of(op.result.type)
     if row:
         rows = rows + per_value(row[0], rows.shape)

@@ -310,9 +310,11 @@ class ConsumerLowering:
             case tile.WhereOp():
                 self.masks.where(op)
             # fragments
-            case tile.ExpandDimsOp():
-                self.vectors.expand_dims(op)
+            case tile.ExpandDimsOp() | tile.ConvertOp() if self.vectors.holds(op.operands[0]):
+                self.vectors.follow(op)
                 self.symbolic(op)
+            case tile.ExpandDimsOp():
+                fragments.expand_rows(op)
             case tile.BroadcastOp():
                 if not self.vectors.broadcast(op):
                     raise fail(op, "must broadcast a row vector along columns, or an index or mask")

@@ -186,12 +186,13 @@ def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) 
 
 
 def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
+    """In f32: 16-bit values are widened first and the row results rounded after."""
     assert isinstance(op, nvgpu.FragmentRowReduceOp)
-    src_ty = frag_type(op.source)
-    if packed(src_ty):
-        raise fail(op, "of 16-bit elements is not supported")
+    src_ty, dst_ty = frag_type(op.source), frag_type(op.result)
     mnemonic = "max.f32" if str(op.kind.data) == "max" else "add.f32"
-    src, dst = p.frag(op.source), p.frag(op.result)
+    src = _f32_values(p, src_ty, p.frag(op.source))
+    rows = p.frag(op.result)
+    dst = [p.b.new("f32") for _ in range(2 * len(rows))] if packed(dst_ty) else rows
     cols = src_ty.get_shape()[1]
     started: set[int] = set()
     for i, r in enumerate(src):
@@ -201,6 +202,7 @@ def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
         else:
             p.b.mov("f32", dst[j], r)
             started.add(j)
+    _round_values(p, dst_ty, rows, dst)
 
 
 def shuffle_xor(p: KernelPrinter, op: Operation) -> None:

@@ -57,6 +57,13 @@ from tawa_xdsl.dialects.tile import (
 )
 
 
+def vector_length(slot_shape: Sequence[int]) -> int | None:
+    """The length of a vector slot (its dims but the last are 1), else None."""
+    if any(d != 1 for d in slot_shape[:-1]):
+        return None
+    return slot_shape[-1]
+
+
 @irdl_op_definition
 class FragmentSplatOp(IRDLOperation):
     """A fragment with every element equal to a scalar (`mov` into each register)."""
@@ -527,7 +534,7 @@ class FragmentLoadColumnsOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' makes an f32 wgmma_acc fragment, got {frag}"
             )
-        if buf.slot_shape != (frag.get_shape()[1],):
+        if vector_length(buf.slot_shape) != frag.get_shape()[1]:
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' needs a slot of one row of "
                 f"{frag.get_shape()[1]} elements, got {format_shape(buf.slot_shape)}"
@@ -615,9 +622,9 @@ class FragmentLoadRowsOp(IRDLOperation):
                 f"'nvgpu.fragment_load_rows' reads f16, bf16 or f32, got {buf.element_type}"
             )
         (rows,) = frag.get_shape()
-        slot_shape = buf.slot_shape
-        fits = len(slot_shape) == 1 and (
-            slot_shape[0] == rows or self.row is not None and slot_shape[0] % rows == 0
+        length, slot_shape = vector_length(buf.slot_shape), buf.slot_shape
+        fits = length is not None and (
+            length == rows or self.row is not None and length % rows == 0
         )
         if not fits:
             raise VerifyException(

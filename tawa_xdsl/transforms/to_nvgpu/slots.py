@@ -47,10 +47,10 @@ def row_slice(op: tile.ExtractSliceOp, view: SmemView) -> SmemView:
     src, dst = op.source.type, op.result.type
     assert isinstance(src, TensorType) and isinstance(dst, TensorType)
     offsets = list(op.offsets)
-    if src.get_shape() and len(src.get_shape()) == 1:
-        if view.row is not None:
-            raise fail(op, "slices a vector slot twice")
-        return SmemView(view.buf, view.slot, offsets[0])
+    if all(d == 1 for d in src.get_shape()[:-1]):  # a vector, maybe with leading unit dims
+        if view.row is not None or any(constant_int(o) != 0 for o in offsets[:-1]):
+            raise fail(op, "must take one slice of the elements of a vector slot")
+        return SmemView(view.buf, view.slot, offsets[-1])
     others = [o for i, o in enumerate(offsets) if i != len(offsets) - 2]
     if view.transposed or view.row is not None or any(constant_int(o) != 0 for o in others):
         raise fail(op, "must take whole rows of an untransposed smem slot")
