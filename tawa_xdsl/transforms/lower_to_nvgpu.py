@@ -43,7 +43,12 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, WARPGROUP_THREADS, FragmentType
+from tawa_xdsl.dialects.nvgpu import (
+    SLOT_READ_BARRIER_ID,
+    THREADS_ATTR,
+    WARPGROUP_THREADS,
+    FragmentType,
+)
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu import fragments, slots, stores, wgmma
 from tawa_xdsl.transforms.to_nvgpu.common import (
@@ -231,6 +236,10 @@ class ConsumerLowering:
     warpgroups: int = 1
     views: dict[SSAValue, SmemView] = field(default_factory=dict)
     loaded: dict[SSAValue, SSAValue] = field(default_factory=dict)  # views read into registers
+    # A slot was read into registers by every thread since the last arrive: the next arrive
+    # (by one thread) waits for the whole group first, or the producer could overwrite the
+    # slot under a lagging warp's ld.shared.
+    reads_pending: bool = False
     masks: Masks = field(default_factory=Masks)
     vectors: fragments.Vectors = field(default_factory=fragments.Vectors)
     dead: list[Operation] = field(default_factory=list)
@@ -263,6 +272,7 @@ class ConsumerLowering:
                 insert_after(owner, [load])
                 self.loaded[value] = load.results[0]
             op.operands[index] = self.loaded[value]
+            self.reads_pending = True
 
     def op(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
         self.registers(op)
@@ -282,6 +292,7 @@ class ConsumerLowering:
                 self.symbolic(op)
             case tile.ConvertOp() | tile.ExpandDimsOp() if op.operands[0] in self.views:
                 self.vectors.load_columns(op, self.views[op.operands[0]])
+                self.reads_pending = True
                 self.symbolic(op)
             case tile.DotOp():
                 wgmma.dot(op, self.views, self.dead)
@@ -350,6 +361,10 @@ class ConsumerLowering:
                     for block in region.blocks:
                         self.block(block)
             case nvgpu.MBarrierArriveOp() | nvgpu.MBarrierArriveExpectTxOp() | nvgpu.TmaLoadOp():
+                if self.reads_pending and isinstance(op, nvgpu.MBarrierArriveOp):
+                    threads = WARPGROUP_THREADS * self.warpgroups
+                    insert_before(op, [nvgpu.NamedBarrierSyncOp(SLOT_READ_BARRIER_ID, threads)])
+                    self.reads_pending = False
                 guard = if_op(self.threads.is_thread0, [])
                 insert_before(op, [guard])
                 op.detach()
