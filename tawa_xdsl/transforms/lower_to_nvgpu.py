@@ -16,7 +16,9 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    refused).
 3. **Consumers**, op by op, whatever the kernel computes: the operand types choose the form.
    Every warpgroup thread waits; arrives run in thread 0 of each warpgroup (the ring's empty
-   count is one per consumer warpgroup). Slot reads stay smem views (`to_nvgpu.slots`);
+   count is one per consumer warpgroup). Slot reads stay smem views (`to_nvgpu.slots`) until
+   an op other than a dot reads them into registers (`fragment_load`, `fragment_load_rows`;
+   the group's threads then sync before thread 0 releases the slot);
    tiles become register fragments (`to_nvgpu.fragments`: splats, converts, elementwise
    math, row reductions, row and column vectors); index tiles and masks stay symbolic until
    a `tile.where` (`to_nvgpu.masks`); `tile.dot` becomes an SS or RS wgmma retired by wait
