@@ -209,6 +209,8 @@ CASES: list[Case] = [
     Case("erf_fma_bf16", erf_fma, _unary_launch(_erf_fma, _bf16(), _bf16()), ("1", "3")),
     Case("half_math", half_math, _unary_launch(lambda x: np.maximum(np.exp(x), x) / 2), ("1", "3")),
     Case("softmax", softmax, _unary_launch(_softmax), ("2", "3")),
+    # f32 rows of 256 bytes: the slot holds two 128-byte swizzled column slabs
+    Case("softmax_f32", softmax, _unary_launch(_softmax, np.float32, np.float32), ("2", "3")),
     Case("layernorm", layernorm, _norm_launch(layer=True), ("2", "3")),
     Case("rmsnorm", rmsnorm, _norm_launch(layer=False), ("2", "3")),
     Case(
