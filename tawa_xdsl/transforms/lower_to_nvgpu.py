@@ -42,8 +42,9 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from tawa_xdsl.diagnostics import first_line
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import (
     SLOT_READ_BARRIER_ID,
@@ -276,7 +277,14 @@ class ConsumerLowering:
             op.operands[index] = self.loaded[value]
             self.reads_pending = True
 
-    def op(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
+    def op(self, op: Operation) -> None:
+        """Lower `op`; a tile no fragment layout holds is refused naming `op`."""
+        try:
+            self.lower(op)
+        except (ValueError, VerifyException) as error:
+            raise fail(op, f"makes a tile no fragment layout holds: {first_line(error)}") from None
+
+    def lower(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
         self.registers(op)
         match op:
             # smem slots
