@@ -216,6 +216,8 @@ def shuffle_xor(p: KernelPrinter, op: Operation) -> None:
 
 def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
     assert isinstance(op, nvgpu.FragmentBroadcastRowsOp)
+    if packed(frag_type(op.result)):
+        raise fail(op, "of 16-bit row values is not supported (convert the vector to f32)")
     src, dst = p.frag(op.source), p.frag(op.result)
     cols = frag_type(op.result).get_shape()[1]
     for i, d in enumerate(dst):
