@@ -19,7 +19,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from tawa_xdsl.dialects import nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import FP8_TYPES, FragmentLayout, FragmentType, squeeze_leading
-from tawa_xdsl.dialects.tile import format_shape
 from tawa_xdsl.transforms.to_nvgpu.common import constant_int, fail, insert_before
 
 
@@ -71,7 +70,7 @@ def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:
     try:
         frag = FragmentType(layout, shape, ty.element_type)
     except (ValueError, VerifyException) as error:
-        raise fail(op, f"reads a {format_shape(shape)} tile into registers: {error}") from None
+        raise fail(op, f"reads {ty} into registers: {error}") from None
     if isinstance(ty.element_type, FP8_TYPES):
         raise fail(op, "reads an fp8 tile into registers (only tl.dot takes fp8 tiles)")
     if layout == FragmentLayout.WGMMA_ROW:
