@@ -215,13 +215,23 @@ def shuffle_xor(p: KernelPrinter, op: Operation) -> None:
 
 
 def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
+    """Each value takes its row's value; 16-bit pairs (two columns of one row) take the
+    row's half twice."""
     assert isinstance(op, nvgpu.FragmentBroadcastRowsOp)
-    if packed(frag_type(op.result)):
-        raise fail(op, "of 16-bit row values is not supported (convert the vector to f32)")
     src, dst = p.frag(op.source), p.frag(op.result)
     cols = frag_type(op.result).get_shape()[1]
-    for i, d in enumerate(dst):
-        p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
+    if not packed(frag_type(op.result)):
+        for i, d in enumerate(dst):
+            p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
+        return
+    halves = []
+    for pair in src:  # row values 2k (low) and 2k + 1 (high)
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
+        halves += [lo, hi]
+    for k, d in enumerate(dst):
+        half = halves[WGMMA_ROW.acc_value_row(2 * k, cols)]
+        p.b.emit(f"mov.b32 {d}, {{{half}, {half}}}")
 
 
 def _pairs(ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
