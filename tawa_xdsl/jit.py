@@ -39,17 +39,21 @@ import inspect
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 import tawa_xdsl.language as tl
 from tawa_xdsl import compiler
+from tawa_xdsl.backend.emit_ptx import EmitError, emit_ptx
 from tawa_xdsl.backend.ptxas import PtxasResult, assemble
 from tawa_xdsl.compiler import LAUNCH_OPTIONS, CompileOptions, compile_cached, options_from_launch
 from tawa_xdsl.descriptor import TensorDescriptor
+from tawa_xdsl.diagnostics import first_line
 from tawa_xdsl.frontend.codegen import generate_kernel, is_constexpr_annotation
 from tawa_xdsl.frontend.errors import SemanticError
 from tawa_xdsl.frontend.signature import ArgType, arg_type_of
@@ -84,6 +88,7 @@ class CompiledKernel:
     _gpu_kernel: compiler.CompiledKernel | None = field(default=None, repr=False)
     _launches: Any = field(default=None, repr=False)
     _ptxas: PtxasResult | None = field(default=None, repr=False)
+    _gpu_refusal: str | None = field(default=None, repr=False)
 
     @property
     def ir(self) -> StageIR:
@@ -127,6 +132,20 @@ class CompiledKernel:
         if self._gpu_kernel is None:
             self._gpu_kernel = compile_cached(self.module, self.options)
         return self._gpu_kernel
+
+    def gpu_refusal(self) -> str:
+        """The one line the GPU backend refuses this specialization with ("" when it
+        compiles): the kernel taken to PTX without the ring proofs (checked once)."""
+        if self._gpu_refusal is None:
+            self._gpu_refusal = ""
+            try:
+                lowered = compiler.lower_to_nvgpu_level(
+                    self.module, replace(self.options, verify=False)
+                )
+                emit_ptx(lowered)
+            except (DiagnosticException, EmitError, ValueError) as error:
+                self._gpu_refusal = first_line(error)
+        return self._gpu_refusal
 
     def launch_cache(self) -> Any:
         """The prepared GPU launches of this specialization (`runtime.dispatch.LaunchCache`)."""
@@ -254,7 +273,15 @@ def interpret_launch(
 ) -> None:
     """Run every program of the grid in the tile interpreter; stores write the host tensors
     behind the descriptors (numpy, torch CPU) in place. A torch CUDA tensor is copied to the
-    host and back, as Triton's interpreter does; the stream is ignored."""
+    host and back, as Triton's interpreter does; the stream is ignored.
+
+    One truth for both paths: a kernel the GPU backend refuses still runs here (the
+    interpreter is the reference, and CPU-only users debug with it), with a
+    `GpuRefusalWarning` carrying the GPU's one-line refusal, naming the line."""
+    refusal = compiled.gpu_refusal()
+    if refusal:
+        warnings.warn(GpuRefusalWarning(f"{refusal} (the GPU backend refuses this kernel)"),
+                      stacklevel=3)  # fmt: skip
     staged, write_back = [], []
     for a in args:
         if is_descriptor(a) and is_torch_tensor(a.base) and a.base.is_cuda:
@@ -265,6 +292,10 @@ def interpret_launch(
     run_kernel(compiled.module, grid, staged, kernel=compiled.name)
     for device, host in write_back:
         device.copy_(host)
+
+
+class GpuRefusalWarning(UserWarning):
+    """An interpreted kernel that the GPU backend would refuse: the refusal, in one line."""
 
 
 def gpu_backend() -> Launcher | None:

@@ -11,8 +11,9 @@ What a kernel may use, beside Python operators on tiles and scalars:
 * grid: `program_id`, `num_programs`, `cdiv`
 * tile creation: `arange`, `zeros`, `full`
 * shape changes: `reshape`, `trans`, `expand_dims`, `broadcast_to`, and `x[:, None]` indexing
-* math: `where`, `maximum`, `minimum`, `exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `abs`
-  (also as `tl.math.*`); reductions `max`, `min`, `sum`; `dot`
+* math: `where`, `maximum`, `minimum`, `clamp`, `exp`, `exp2`, `log`, `log2`, `sqrt`,
+  `rsqrt`, `abs`, `sigmoid`, `erf`, `fma`, and `tl.math.tanh` (all also as `tl.math.*`);
+  reductions `max`, `min`, `sum`; `dot`
 * loops: `range` (like Python's `range`, with pipelining hints), `static_range` (unrolled)
 * compile time: `constexpr`, `static_assert`; the hints `multiple_of` and `max_contiguous`
   (accepted for Triton compatibility, no effect)
@@ -247,6 +248,32 @@ def abs(x: Any) -> Any:  # noqa: A001 -- Triton's name
 
 
 @builtin
+def tanh(x: Any) -> Any:
+    """Elementwise hyperbolic tangent (Triton spells it `tl.math.tanh`)."""
+
+
+@builtin
+def erf(x: Any) -> Any:
+    """Elementwise error function."""
+
+
+@builtin
+def sigmoid(x: Any) -> Any:
+    """Elementwise 1 / (1 + e**-x)."""
+
+
+@builtin
+def fma(x: Any, y: Any, z: Any) -> Any:
+    """Elementwise x * y + z, broadcasting all three."""
+
+
+@builtin
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:  # noqa: A002
+    """Elementwise `minimum(maximum(x, min), max)`; `propagate_nan` is accepted for Triton
+    compatibility (a NaN `x` gives NaN either way)."""
+
+
+@builtin
 def max(input: tensor, axis: int | None = None, keep_dims: bool = False) -> tensor:  # noqa: A001
     """The maximum along `axis` (the axis is removed unless `keep_dims`)."""
 
@@ -320,5 +347,9 @@ class math:  # noqa: N801
     sqrt = sqrt
     rsqrt = rsqrt
     abs = abs
+    tanh = tanh
+    erf = erf
+    sigmoid = sigmoid
+    fma = fma
     max = maximum
     min = minimum

@@ -57,7 +57,13 @@ BUILTINS: dict[str, BuiltinImpl] = {
     "where": lambda b, a: semantic.where(b, a["condition"], a["x"], a["y"]),
     "maximum": lambda b, a: semantic.minimum_or_maximum(b, "max", a["x"], a["y"]),
     "minimum": lambda b, a: semantic.minimum_or_maximum(b, "min", a["x"], a["y"]),
-    **{name: _math(name) for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs")},
+    **{
+        name: _math(name)
+        for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "erf")
+    },
+    "sigmoid": lambda b, a: semantic.sigmoid(b, a["x"]),
+    "fma": lambda b, a: semantic.fma(b, a["x"], a["y"], a["z"]),
+    "clamp": lambda b, a: semantic.clamp(b, a["x"], a["min"], a["max"]),
     "max": _reduce("max"),
     "min": _reduce("min"),
     "sum": _reduce("sum"),

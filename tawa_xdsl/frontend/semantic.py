@@ -269,6 +269,8 @@ _MATH: dict[str, Callable[[SSAValue], Operation]] = {
     "sqrt": mathd.SqrtOp,
     "rsqrt": mathd.RsqrtOp,
     "abs": mathd.AbsFOp,
+    "tanh": mathd.TanhOp,
+    "erf": mathd.ErfOp,
 }
 
 
@@ -283,6 +285,32 @@ def math_unary(b: IRBuilder, name: str, value: Operand) -> Runtime:
     if not value.dtype.is_floating:
         value = cast(b, value, tl.float32)
     return _result(b.emit(_MATH[name](value.ssa)), value)
+
+
+def sigmoid(b: IRBuilder, value: Operand) -> Runtime:
+    """`1 / (1 + exp(-x))`, in the type of `x` (fp32 for integers)."""
+    e = math_unary(b, "exp", negate(b, materialize(b, value)))
+    return binary(b, "/", 1.0, binary(b, "+", 1.0, e))
+
+
+def fma(b: IRBuilder, x: Operand, y: Operand, z: Operand) -> Runtime:
+    """`x * y + z` rounded once, the three operands broadcast to one type and shape."""
+    product = common_dtype(x, y)
+    if is_number(z):
+        dtype = promote_with_literal(product, z)  # type: ignore[arg-type]
+    else:
+        dtype = promote(product, _require_runtime(z, "tl.fma addend").dtype)
+    if not dtype.is_floating:
+        dtype = tl.float32
+    a, c = unify(b, x, z, dtype)
+    a, m = unify(b, a, y, dtype)
+    a, c = unify(b, a, c, dtype)
+    return _result(b.emit(mathd.FmaOp(a.ssa, m.ssa, c.ssa)), a)
+
+
+def clamp(b: IRBuilder, x: Operand, low: Operand, high: Operand) -> Runtime:
+    """`minimum(maximum(x, low), high)`."""
+    return minimum_or_maximum(b, "min", minimum_or_maximum(b, "max", x, low), high)
 
 
 def cdiv(b: IRBuilder, x: Operand, div: Operand) -> Operand:

@@ -6,6 +6,7 @@ arithmetic wraps, `divsi`/`remsi` truncate toward zero as C and PTX do.
 
 from __future__ import annotations
 
+import math as pymath
 from collections.abc import Callable
 from typing import Any
 
@@ -94,7 +95,17 @@ UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     math.RsqrtOp: lambda x: 1 / np.sqrt(_at_least_f32(x)),
     math.AbsFOp: np.abs,
     math.TanhOp: np.tanh,
+    math.ErfOp: lambda x: _ERF(_at_least_f32(x)),
 }
+_ERF = np.vectorize(pymath.erf, otypes=[np.float64])
+
+
+def _fma(ev: Evaluator, op: math.FmaOp, operands: list[Any]) -> tuple[Any]:
+    """a * b + c, rounded once to the result type."""
+    a, b, c = (np.asarray(v, np.float64) for v in operands)
+    with np.errstate(all="ignore"):
+        return (_in_result_type(op, a * b + c),)
+
 
 CASTS = (
     arith.ExtFOp,
@@ -187,6 +198,7 @@ ARITH_HANDLERS: dict[type[Operation], Handler] = {
     arith.CmpiOp: _cmpi,
     arith.CmpfOp: _cmpf,
     arith.SelectOp: _select,
+    math.FmaOp: _fma,
     **{op: _binary(function) for op, function in BINARY.items()},
     **{op: _unary(function) for op, function in UNARY.items()},
     **{op: _cast for op in CASTS},

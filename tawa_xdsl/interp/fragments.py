@@ -155,7 +155,8 @@ BINARY: dict[nvgpu.BinaryKind, Callable[[Any, Any], Any]] = {
 
 
 def _binary(ev: Evaluator, op: nvgpu.FragmentBinaryOp, operands: list[Any]) -> tuple:
-    lhs, rhs = _values(op, operands)
+    """In f32, rounded to the fragment's type (the printer widens 16-bit values)."""
+    lhs, rhs = (v.astype(np.float32) for v in _values(op, operands))
     with np.errstate(all="ignore"):
         return (BINARY[op.kind.data](lhs, rhs).astype(dtype_of(op.result.type)),)
 
@@ -165,10 +166,32 @@ def _flush(x: np.ndarray) -> np.ndarray:
     return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.float32(0), x)
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf as the printer computes it (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7)."""
+    ax = np.abs(x)
+    t = np.float32(1) / (np.float32(1) + np.float32(0.3275911) * ax)
+    poly = np.float32(0)
+    for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly = poly * t + np.float32(a)
+    return np.copysign(np.float32(1) - poly * t * _flush(np.exp(-ax * ax)), x)
+
+
+def _f32(function: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """`function` computed in f32 (16-bit fragments are widened, as the printer does)."""
+    return lambda x: function(x.astype(np.float32))
+
+
 UNARY: dict[nvgpu.UnaryKind, Callable[[np.ndarray], np.ndarray]] = {
-    nvgpu.UnaryKind.EXP2: lambda x: _flush(np.exp2(x.astype(np.float32))),
-    nvgpu.UnaryKind.LOG2: lambda x: np.log2(_flush(x.astype(np.float32))),
+    nvgpu.UnaryKind.EXP2: _f32(lambda x: _flush(np.exp2(x))),
+    nvgpu.UnaryKind.LOG2: _f32(lambda x: np.log2(_flush(x))),
+    nvgpu.UnaryKind.EXP: _f32(lambda x: _flush(np.exp(x))),
+    nvgpu.UnaryKind.LOG: _f32(lambda x: np.log(_flush(x))),
+    nvgpu.UnaryKind.SQRT: _f32(np.sqrt),
+    nvgpu.UnaryKind.RSQRT: _f32(lambda x: 1 / np.sqrt(_flush(x))),
+    nvgpu.UnaryKind.TANH: _f32(np.tanh),
+    nvgpu.UnaryKind.ERF: _f32(_erf),
     nvgpu.UnaryKind.NEG: np.negative,
+    nvgpu.UnaryKind.ABS: np.abs,
 }
 
 

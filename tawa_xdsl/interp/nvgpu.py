@@ -631,8 +631,29 @@ def _fragment_store_global(
 def _load_columns(ev: Evaluator, op: nvgpu.FragmentLoadColumnsOp, operands: list[Any]) -> tuple:
     smem, slot = operands
     index = int(uniform(op, slot, warpgroup(ev).mask))
-    vector = readable(op, smem, index).data.astype(np.float32)
+    vector = readable(op, smem, index).data.reshape(-1).astype(np.float32)
     return (vector[coords_of(op.result.type)[1]],)
+
+
+def _fragment_load(ev: Evaluator, op: nvgpu.FragmentLoadOp, operands: list[Any]) -> tuple:
+    """Each thread reads its values of the slot's tile, from row `row` on."""
+    smem, slot, *row = operands
+    mask = warpgroup(ev).mask
+    tile = readable(op, smem, int(uniform(op, slot, mask))).data
+    rows, cols = coords_of(op.result.type)
+    if row:
+        rows = rows + per_value(row[0], rows.shape)
+    return (tile[rows, cols].astype(tile.dtype),)
+
+
+def _fragment_load_rows(ev: Evaluator, op: nvgpu.FragmentLoadRowsOp, operands: list[Any]) -> tuple:
+    """Each thread reads its rows of the 1-D slot, from element `row` on."""
+    smem, slot, *row = operands
+    vector = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data.reshape(-1)
+    (rows,) = coords_of(op.result.type)
+    if row:
+        rows = rows + per_value(row[0], rows.shape)
+    return (vector[rows],)
 
 
 # ---------------------------------------------------------------- threads and registers
@@ -747,6 +768,8 @@ NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     nvgpu.FragmentStoreOp: _fragment_store,
     nvgpu.FragmentStoreGlobalOp: _fragment_store_global,
     nvgpu.FragmentLoadColumnsOp: _load_columns,
+    nvgpu.FragmentLoadOp: _fragment_load,
+    nvgpu.FragmentLoadRowsOp: _fragment_load_rows,
     **FRAGMENT_HANDLERS,
 }
 """The op handlers of the nvgpu level, one per op class (tile-level handlers underneath)."""

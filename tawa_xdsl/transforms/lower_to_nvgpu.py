@@ -16,7 +16,9 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    refused).
 3. **Consumers**, op by op, whatever the kernel computes: the operand types choose the form.
    Every warpgroup thread waits; arrives run in thread 0 of each warpgroup (the ring's empty
-   count is one per consumer warpgroup). Slot reads stay smem views (`to_nvgpu.slots`);
+   count is one per consumer warpgroup). Slot reads stay smem views (`to_nvgpu.slots`) until
+   an op other than a dot reads them into registers (`fragment_load`, `fragment_load_rows`;
+   the group's threads then sync before thread 0 releases the slot);
    tiles become register fragments (`to_nvgpu.fragments`: splats, converts, elementwise
    math, row reductions, row and column vectors); index tiles and masks stay symbolic until
    a `tile.where` (`to_nvgpu.masks`); `tile.dot` becomes an SS or RS wgmma retired by wait
@@ -35,15 +37,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from tawa_xdsl.diagnostics import first_line
 from tawa_xdsl.dialects import aref, nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, WARPGROUP_THREADS, FragmentType
+from tawa_xdsl.dialects.nvgpu import (
+    SLOT_READ_BARRIER_ID,
+    THREADS_ATTR,
+    WARPGROUP_THREADS,
+    FragmentType,
+)
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu import fragments, slots, stores, wgmma
 from tawa_xdsl.transforms.to_nvgpu.common import (
@@ -60,10 +68,9 @@ from tawa_xdsl.transforms.to_nvgpu.masks import Masks
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 from tawa_xdsl.transforms.to_nvgpu.stores import EPILOGUES, TmaEpilogue
 
-# The ops that may read a tile still in its smem slot (a view); any other use is refused.
-SLOT_VIEW_USERS = (
-    tile.DotOp, tile.ExtractSliceOp, tile.TransOp, tile.ReshapeOp, tile.ConvertOp
-)  # fmt: skip
+# The ops that read a tile still in its smem slot (a view) as a view; any other use reads it
+# into registers where it was loaded (`slots.registers`).
+SLOT_VIEW_USERS = (tile.DotOp, tile.ExtractSliceOp, tile.TransOp, tile.ReshapeOp)
 
 
 # ------------------------------------------------------------------------------- the pass
@@ -231,6 +238,11 @@ class ConsumerLowering:
     pingpong: bool = False
     warpgroups: int = 1
     views: dict[SSAValue, SmemView] = field(default_factory=dict)
+    loaded: dict[SSAValue, SSAValue] = field(default_factory=dict)  # views read into registers
+    # A slot was read into registers by every thread since the last arrive: the next arrive
+    # (by one thread) waits for the whole group first, or the producer could overwrite the
+    # slot under a lagging warp's ld.shared.
+    reads_pending: bool = False
     masks: Masks = field(default_factory=Masks)
     vectors: fragments.Vectors = field(default_factory=fragments.Vectors)
     dead: list[Operation] = field(default_factory=list)
@@ -248,13 +260,32 @@ class ConsumerLowering:
         """`op` lives on as a view, index, mask or vector: erased once nothing uses it."""
         self.dead.append(op)
 
-    def op(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
-        if not isinstance(op, SLOT_VIEW_USERS) and any(v in self.views for v in op.operands):
-            raise fail(
-                op,
-                "uses a loaded tile other than as a tl.dot operand or a vector read "
-                "(not lowered yet)",
-            )
+    def registers(self, op: Operation) -> None:
+        """Read the views `op` takes into fragments (one load per view, where it was
+        loaded), unless `op` reads them as views."""
+        if isinstance(op, SLOT_VIEW_USERS) or self.vectors.spreads_over_rows(op):
+            return
+        for index, value in enumerate(op.operands):
+            if value not in self.views:
+                continue
+            if value not in self.loaded:
+                load = slots.registers(op, value, self.views[value])
+                owner = value.owner
+                assert isinstance(owner, Operation)
+                insert_after(owner, [load])
+                self.loaded[value] = load.results[0]
+            op.operands[index] = self.loaded[value]
+            self.reads_pending = True
+
+    def op(self, op: Operation) -> None:
+        """Lower `op`; a tile no fragment layout holds is refused naming `op`."""
+        try:
+            self.lower(op)
+        except (ValueError, VerifyException) as error:
+            raise fail(op, f"makes a tile no fragment layout holds: {first_line(error)}") from None
+
+    def lower(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
+        self.registers(op)
         match op:
             # smem slots
             case nvgpu.SmemLoadOp():
@@ -269,8 +300,9 @@ class ConsumerLowering:
             case tile.TransOp() if op.source in self.views:
                 self.views[op.result] = slots.transpose(self.views[op.source])
                 self.symbolic(op)
-            case tile.ConvertOp() if op.source in self.views:
-                self.vectors.load_columns(op, self.views[op.source])
+            case tile.ConvertOp() | tile.ExpandDimsOp() if op.operands[0] in self.views:
+                self.vectors.load_columns(op, self.views[op.operands[0]])
+                self.reads_pending = True
                 self.symbolic(op)
             case tile.DotOp():
                 wgmma.dot(op, self.views, self.dead)
@@ -299,9 +331,11 @@ class ConsumerLowering:
             case tile.WhereOp():
                 self.masks.where(op)
             # fragments
-            case tile.ExpandDimsOp():
-                self.vectors.expand_dims(op)
+            case tile.ExpandDimsOp() | tile.ConvertOp() if self.vectors.holds(op.operands[0]):
+                self.vectors.follow(op)
                 self.symbolic(op)
+            case tile.ExpandDimsOp():
+                fragments.expand_rows(op)
             case tile.BroadcastOp():
                 if not self.vectors.broadcast(op):
                     raise fail(op, "must broadcast a row vector along columns, or an index or mask")
@@ -317,6 +351,8 @@ class ConsumerLowering:
                 fragments.binary(op)
             case _ if type(op) in fragments.FLOAT_UNARY and is_tile(op.results[0]):
                 fragments.unary(op)
+            case math.FmaOp() if is_tile(op.result):
+                fragments.fma(op)
             # stores
             case tile.StoreOp() | tile.StoreSliceOp() if (
                 self.epilogue is not None and self.epilogue.accepts(op)
@@ -335,6 +371,10 @@ class ConsumerLowering:
                     for block in region.blocks:
                         self.block(block)
             case nvgpu.MBarrierArriveOp() | nvgpu.MBarrierArriveExpectTxOp() | nvgpu.TmaLoadOp():
+                if self.reads_pending and isinstance(op, nvgpu.MBarrierArriveOp):
+                    threads = WARPGROUP_THREADS * self.warpgroups
+                    insert_before(op, [nvgpu.NamedBarrierSyncOp(SLOT_READ_BARRIER_ID, threads)])
+                    self.reads_pending = False
                 guard = if_op(self.threads.is_thread0, [])
                 insert_before(op, [guard])
                 op.detach()

@@ -518,6 +518,7 @@ def test_fragment_ops_build_their_result_types():
     assert broadcast.result.type == frag(ACC, [64, 128])
     FragmentBinaryOp(BinaryKind.MAX, s, s).verify()
     FragmentUnaryOp(UnaryKind.NEG, value(frag(ACC, [64, 64], bf16))).verify()
+    FragmentUnaryOp(UnaryKind.EXP2, value(frag(ACC, [64, 64], bf16))).verify()  # in f32
     ShuffleXorOp(reduce.result, 2).verify()
     FragmentConvertOp(s, frag(OPERAND_A, [64, 64], bf16)).verify()
     FragmentSplatOp(value(f32), ACC64).verify()
@@ -532,8 +533,8 @@ def test_fragment_ops_build_their_result_types():
             "!nvgpu.fragment<wgmma_acc, 64x64xf32>",
         ),
         (
-            lambda: FragmentUnaryOp(UnaryKind.EXP2, value(frag(ACC, [64, 64], bf16))),
-            "'nvgpu.fragment_unary' exp2 needs f32 elements (.approx.f32), got bf16",
+            lambda: FragmentUnaryOp(UnaryKind.EXP2, value(frag(ACC, [64, 64], f8e4m3))),
+            "'nvgpu.fragment_unary' computes on f32, f16 or bf16 elements, got f8E4M3FN",
         ),
         (
             lambda: FragmentConvertOp(value(ACC64), frag(ACC, [64, 128], bf16)),

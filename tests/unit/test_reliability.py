@@ -60,9 +60,9 @@ def matmul(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl
 
 
 @tawa_xdsl.jit
-def no_dot(a_desc, c_desc):
+def column_max(a_desc, c_desc):
     a = a_desc.load([0, 0])
-    c_desc.store([0, 0], a * 2.0)  # RELIABILITY: no-dot
+    c_desc.store([0, 0], a - tl.max(a, axis=0)[None, :])  # RELIABILITY: column-max
 
 
 @tawa_xdsl.jit
@@ -99,8 +99,8 @@ def matmul_ir(block: int, k_block: int = 64) -> str:
     return compiled.ir["tile"]
 
 
-def no_dot_ir() -> str:
-    return no_dot.compile(desc((64, 64)), desc((64, 64))).ir["tile"]
+def column_max_ir() -> str:
+    return column_max.compile(desc((64, 64)), desc((64, 64))).ir["tile"]
 
 
 # ------------------------------------------------------------------------ the catalogue
@@ -187,11 +187,11 @@ ROWS = [
         r".*gemm\.mlir:5:1: error: lower-aref: no aref ops to lower: run tawa-warp-specialize"),
     Row("opt-lower-to-nvgpu-on-tile-ir", "tawa-opt", lambda t: [GEMM, "-p", "lower-to-nvgpu"], 1,
         P("lower-to-nvgpu: @gemm needs exactly one aref.warp_specialize")),
-    Row("opt-no-dot", "tawa-opt",
-        lambda t: [write(t, "nodot.mlir", no_dot_ir()), "-p",
+    Row("opt-column-max", "tawa-opt",
+        lambda t: [write(t, "colmax.mlir", column_max_ir()), "-p",
                    "tawa-warp-specialize{consumers=1},lower-aref,lower-to-nvgpu"], 1,
-        r".*nodot\.mlir:\d+:\d+: error: lower-to-nvgpu: 'arith.mulf' uses a loaded tile other "
-        r"than as a tl.dot operand"),
+        r".*colmax\.mlir:\d+:\d+: error: lower-to-nvgpu: 'tile.reduce' must reduce a 2-D tile "
+        r"along its columns \(axis 1\)"),
     # tawa-opt: shared memory, refused before lowering and before any PTX is written
     Row("opt-ring-1000-deep", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{stages=1000},lower-aref,lower-to-nvgpu",
@@ -458,15 +458,15 @@ def test_api_recursion() -> None:
     )
 
 
-def test_api_no_dot_names_the_line() -> None:
+def test_api_column_max_names_the_line() -> None:
     from xdsl.utils.exceptions import DiagnosticException
 
-    compiled = no_dot.compile(desc((64, 64)), desc((64, 64)), num_consumer_groups=1)
+    compiled = column_max.compile(desc((64, 64)), desc((64, 64)), num_consumer_groups=1)
     with pytest.raises(DiagnosticException) as info:
         compiled.ir["nvgpu"]
     assert re.match(
-        rf"{re.escape(THIS_FILE)}:{line_of('no-dot')}:\d+: error: lower-to-nvgpu: 'arith.mulf' "
-        "uses a loaded tile other than as a tl.dot operand",
+        rf"{re.escape(THIS_FILE)}:{line_of('column-max')}:\d+: error: lower-to-nvgpu: "
+        r"'tile.reduce' must reduce a 2-D tile along its columns \(axis 1\)",
         one_line(info.value),
     ), str(info.value)
 

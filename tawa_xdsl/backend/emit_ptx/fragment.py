@@ -49,9 +49,15 @@ SETP_F32 = {
 def fragment_splat(p: KernelPrinter, op: Operation) -> None:
     assert isinstance(op, nvgpu.FragmentSplatOp)
     ty = frag_type(op.result)
-    if packed(ty):
-        raise fail(op, f"of 16-bit elements is not supported ({ty})")
     source = p.consts.get(op.value)
+    if packed(ty):  # both halves of every register hold the scalar
+        if not isinstance(source, float):
+            raise fail(op, f"of a run-time 16-bit scalar is not supported ({ty})")
+        value = p.b.new("f32")
+        p.b.mov("f32", value, f32_hex(source))
+        for r in p.frag(op.result):
+            p.b.cvt_rn_x2_f32(half_name(ty.element_type), r, value, value)
+        return
     src: Reg | str = f32_hex(source) if isinstance(source, float) else p.reg(op.value)
     for r in p.frag(op.result):
         p.b.mov("f32", r, src)
@@ -62,25 +68,93 @@ def fragment_undef(p: KernelPrinter, op: Operation) -> None:
 
 
 def fragment_binary(p: KernelPrinter, op: Operation) -> None:
+    """Value by value in f32; 16-bit fragments are widened first and rounded after."""
     assert isinstance(op, nvgpu.FragmentBinaryOp)
-    if packed(frag_type(op.result)):
-        raise fail(op, "of 16-bit elements is not supported (compute in f32)")
+    ty = frag_type(op.result)
     mnemonic = FRAGMENT_BINARY[op.kind.data]
-    for d, x, y in zip(p.frag(op.result), p.frag(op.lhs), p.frag(op.rhs), strict=True):
+    lhs, rhs = _f32_values(p, ty, p.frag(op.lhs)), _f32_values(p, ty, p.frag(op.rhs))
+    out = [p.b.new("f32") for _ in lhs] if packed(ty) else p.frag(op.result)
+    for d, x, y in zip(out, lhs, rhs, strict=True):
         p.b.binary(mnemonic, d, x, y)
+    _round_values(p, ty, p.frag(op.result), out)
+
+
+LOG2_E = 1.4426950408889634
+LN_2 = 0.6931471805599453
+# erf(x) = sign(x) (1 - t (a1 + t (a2 + ...)) e^(-x^2)), t = 1 / (1 + P |x|) (Abramowitz and
+# Stegun 7.1.26, |error| < 1.5e-7); the nvgpu interpreter computes the same formula.
+ERF_P = 0.3275911
+ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 def fragment_unary(p: KernelPrinter, op: Operation) -> None:
+    """Value by value in f32 (16-bit fragments widened first, rounded after)."""
     assert isinstance(op, nvgpu.FragmentUnaryOp)
-    if packed(frag_type(op.result)):
-        raise fail(op, "of 16-bit elements is not supported (compute in f32)")
-    for d, x in zip(p.frag(op.result), p.frag(op.source), strict=True):
-        if op.kind.data == nvgpu.UnaryKind.EXP2:
-            p.b.ex2_approx_ftz_f32(d, x)
-        elif op.kind.data == nvgpu.UnaryKind.LOG2:
-            p.b.lg2_approx_ftz_f32(d, x)
-        else:
-            p.b.emit(f"neg.f32 {d}, {x}")
+    ty = frag_type(op.result)
+    source = _f32_values(p, ty, p.frag(op.source))
+    out = [p.b.new("f32") for _ in source] if packed(ty) else p.frag(op.result)
+    for d, x in zip(out, source, strict=True):
+        _unary_value(p, op.kind.data, d, x)
+    _round_values(p, ty, p.frag(op.result), out)
+
+
+def _unary_value(p: KernelPrinter, kind: nvgpu.UnaryKind, d: Reg, x: Reg) -> None:
+    b, kinds = p.b, nvgpu.UnaryKind
+    simple = {
+        kinds.SQRT: "sqrt.rn.f32",
+        kinds.RSQRT: "rsqrt.approx.ftz.f32",
+        kinds.TANH: "tanh.approx.f32",
+        kinds.NEG: "neg.f32",
+        kinds.ABS: "abs.f32",
+    }
+    if kind in simple:
+        b.emit(f"{simple[kind]} {d}, {x}")
+    elif kind == kinds.EXP2:
+        b.ex2_approx_ftz_f32(d, x)
+    elif kind == kinds.LOG2:
+        b.lg2_approx_ftz_f32(d, x)
+    elif kind == kinds.EXP:  # e^x = 2^(x log2 e)
+        b.binary("mul.f32", d, x, f32_hex(LOG2_E))
+        b.ex2_approx_ftz_f32(d, d)
+    elif kind == kinds.LOG:  # ln x = log2(x) ln 2
+        b.lg2_approx_ftz_f32(d, x)
+        b.binary("mul.f32", d, d, f32_hex(LN_2))
+    else:
+        _erf_value(p, d, x)
+
+
+def _erf_value(p: KernelPrinter, d: Reg, x: Reg) -> None:
+    b = p.b
+    ax, t, poly, gauss = b.new("f32"), b.new("f32"), b.new("f32"), b.new("f32")
+    b.emit(f"abs.f32 {ax}, {x}")
+    b.emit(f"fma.rn.f32 {t}, {ax}, {f32_hex(ERF_P)}, {f32_hex(1.0)}")
+    b.emit(f"rcp.rn.f32 {t}, {t}")
+    b.mov("f32", poly, f32_hex(ERF_A[-1]))
+    for a in reversed(ERF_A[:-1]):
+        b.emit(f"fma.rn.f32 {poly}, {poly}, {t}, {f32_hex(a)}")
+    b.binary("mul.f32", poly, poly, t)
+    b.binary("mul.f32", gauss, ax, ax)
+    b.binary("mul.f32", gauss, gauss, f32_hex(-LOG2_E))
+    b.ex2_approx_ftz_f32(gauss, gauss)
+    b.emit(f"neg.f32 {poly}, {poly}")
+    b.emit(f"fma.rn.f32 {gauss}, {poly}, {gauss}, {f32_hex(1.0)}")
+    b.emit(f"copysign.f32 {d}, {x}, {gauss}")
+
+
+def _f32_values(p: KernelPrinter, ty: FragmentType, regs: list[Reg]) -> list[Reg]:
+    """One f32 register per value: the registers themselves, or the halves widened."""
+    if not packed(ty):
+        return regs
+    values = [p.b.new("f32") for _ in range(2 * len(regs))]
+    _unpack_halves(p, half_name(ty.element_type), values, regs)
+    return values
+
+
+def _round_values(p: KernelPrinter, ty: FragmentType, dst: list[Reg], values: list[Reg]) -> None:
+    """Pack f32 `values` into the 16-bit pairs of `dst` (nothing to do for f32)."""
+    if packed(ty):
+        for k, d in enumerate(dst):
+            p.b.cvt_rn_x2_f32(half_name(ty.element_type), d, values[2 * k + 1], values[2 * k])
 
 
 def fragment_convert(p: KernelPrinter, op: Operation) -> None:
@@ -112,12 +186,13 @@ def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) 
 
 
 def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
+    """In f32: 16-bit values are widened first and the row results rounded after."""
     assert isinstance(op, nvgpu.FragmentRowReduceOp)
-    src_ty = frag_type(op.source)
-    if packed(src_ty):
-        raise fail(op, "of 16-bit elements is not supported")
+    src_ty, dst_ty = frag_type(op.source), frag_type(op.result)
     mnemonic = "max.f32" if str(op.kind.data) == "max" else "add.f32"
-    src, dst = p.frag(op.source), p.frag(op.result)
+    src = _f32_values(p, src_ty, p.frag(op.source))
+    rows = p.frag(op.result)
+    dst = [p.b.new("f32") for _ in range(2 * len(rows))] if packed(dst_ty) else rows
     cols = src_ty.get_shape()[1]
     started: set[int] = set()
     for i, r in enumerate(src):
@@ -127,6 +202,7 @@ def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
         else:
             p.b.mov("f32", dst[j], r)
             started.add(j)
+    _round_values(p, dst_ty, rows, dst)
 
 
 def shuffle_xor(p: KernelPrinter, op: Operation) -> None:
@@ -139,11 +215,23 @@ def shuffle_xor(p: KernelPrinter, op: Operation) -> None:
 
 
 def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
+    """Each value takes its row's value; 16-bit pairs (two columns of one row) take the
+    row's half twice."""
     assert isinstance(op, nvgpu.FragmentBroadcastRowsOp)
     src, dst = p.frag(op.source), p.frag(op.result)
     cols = frag_type(op.result).get_shape()[1]
-    for i, d in enumerate(dst):
-        p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
+    if not packed(frag_type(op.result)):
+        for i, d in enumerate(dst):
+            p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
+        return
+    halves = []
+    for pair in src:  # row values 2k (low) and 2k + 1 (high)
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
+        halves += [lo, hi]
+    for k, d in enumerate(dst):
+        half = halves[WGMMA_ROW.acc_value_row(2 * k, cols)]
+        p.b.emit(f"mov.b32 {d}, {{{half}, {half}}}")
 
 
 def _pairs(ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
@@ -460,7 +548,82 @@ def _load_pair(p: KernelPrinter, buf: SmemType, addr: Reg, offset: int) -> list[
     return pair
 
 
+def fragment_load(p: KernelPrinter, op: Operation) -> None:
+    """ld.shared of each column pair the thread owns (the layout object says where), from
+    row `row` of a (swizzled) slot on. Byte x of a row lies in slab x // span; within the
+    slab, row r starts at r * span and its 16-byte chunk c sits at chunk
+    c ^ ((r * span >> 7) mod span/16): TMA's 32/64/128-byte swizzle, hopper-ptx.md §3.2."""
+    assert isinstance(op, nvgpu.FragmentLoadOp)
+    ty, buf = frag_type(op.result), op.buf.type
+    assert isinstance(buf, SmemType)
+    b = p.b
+    eb = nvgpu.element_bytes(ty.element_type)
+    rows, cols = ty.get_shape()
+    span = buf.swizzle_bytes or cols * eb
+    slab_bytes = buf.slot_shape[0] * span
+    base = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    row, col = p.lane_origin(ty)
+    if op.row is not None:
+        b.binary("add.s32", row, row, p.operand(op.row))
+    col_bytes = b.new("b32")
+    b.binary("mul.lo.u32", col_bytes, col, eb)
+    for first, pair in _pairs(ty, p.frag(op.result)):
+        drow, dcol = ty.layout_object.value_offset((rows, cols), first)
+        r, x, addr = b.new("b32"), b.new("b32"), b.new("b32")
+        b.binary("add.u32", r, row, drow)
+        b.binary("add.u32", x, col_bytes, dcol * eb)
+        if buf.swizzle_bytes:
+            slab, chunk, phase = b.new("b32"), b.new("b32"), b.new("b32")
+            b.binary("div.u32", slab, x, span)
+            b.binary("rem.u32", x, x, span)
+            b.binary("shr.u32", chunk, x, 4)
+            b.binary("mul.lo.u32", phase, r, span)
+            b.binary("shr.u32", phase, phase, 7)
+            b.binary("and.b32", phase, phase, span // 16 - 1)
+            b.binary("xor.b32", chunk, chunk, phase)
+            b.binary("and.b32", x, x, 15)
+            b.emit(f"mad.lo.u32 {x}, {chunk}, 16, {x}")
+            b.emit(f"mad.lo.u32 {x}, {slab}, {slab_bytes}, {x}")
+        b.emit(f"mad.lo.u32 {addr}, {r}, {span}, {x}")
+        b.binary("add.u32", addr, addr, base)
+        if packed(ty):
+            b.emit(f"ld.shared.b32 {pair[0]}, [{addr}]")
+        else:
+            b.emit(f"ld.shared.v2.f32 {{{pair[0]}, {pair[1]}}}, [{addr}]")
+
+
+def fragment_load_rows(p: KernelPrinter, op: Operation) -> None:
+    """ld.shared of each row value of the thread (rows r + 64 block + 8 half, from element
+    `row` of the 1-D slot on); 16-bit values are packed in pairs."""
+    assert isinstance(op, nvgpu.FragmentLoadRowsOp)
+    ty, buf = frag_type(op.result), op.buf.type
+    assert isinstance(buf, SmemType)
+    b = p.b
+    eb = nvgpu.element_bytes(ty.element_type)
+    row, _ = p.lane_origin(ty)
+    if op.row is not None:
+        b.binary("add.s32", row, row, p.operand(op.row))
+    addr = b.new("b32")
+    base = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    b.emit(f"mad.lo.u32 {addr}, {row}, {eb}, {base}")
+    layout = ty.layout_object
+    count = layout.values_per_thread(ty.get_shape())
+    offsets = [layout.value_offset(ty.get_shape(), v) * eb for v in range(count)]
+    regs = p.frag(op.result)
+    if not packed(ty):
+        for reg, offset in zip(regs, offsets, strict=True):
+            b.emit(f"ld.shared.f32 {reg}, [{addr}+{offset}]")
+        return
+    for k, reg in enumerate(regs):
+        lo, hi = b.new("b16"), b.new("b16")
+        b.emit(f"ld.shared.b16 {lo}, [{addr}+{offsets[2 * k]}]")
+        b.emit(f"ld.shared.b16 {hi}, [{addr}+{offsets[2 * k + 1]}]")
+        b.emit(f"mov.b32 {reg}, {{{lo}, {hi}}}")
+
+
 HANDLERS.on(nvgpu.FragmentSplatOp)(fragment_splat)
+HANDLERS.on(nvgpu.FragmentLoadOp)(fragment_load)
+HANDLERS.on(nvgpu.FragmentLoadRowsOp)(fragment_load_rows)
 HANDLERS.on(nvgpu.FragmentUndefOp)(fragment_undef)
 HANDLERS.on(nvgpu.FragmentBinaryOp)(fragment_binary)
 HANDLERS.on(nvgpu.FragmentUnaryOp)(fragment_unary)

@@ -8,7 +8,9 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I32,
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
     Float32Type,
     IntegerAttr,
     i32,
@@ -53,6 +55,13 @@ from tawa_xdsl.dialects.tile import (
     ReduceKindAttr,
     format_shape,
 )
+
+
+def vector_length(slot_shape: Sequence[int]) -> int | None:
+    """The length of a vector slot (its dims but the last are 1), else None."""
+    if any(d != 1 for d in slot_shape[:-1]):
+        return None
+    return slot_shape[-1]
 
 
 @irdl_op_definition
@@ -100,7 +109,8 @@ class FragmentUndefOp(IRDLOperation):
 @irdl_op_definition
 class FragmentBinaryOp(IRDLOperation):
     """Elementwise `lhs <kind> rhs`, register by register (`add.f32`, `sub.f32`, `mul.f32`,
-    `div.rn.f32`, `max.f32`, `min.f32`)."""
+    `div.rn.f32`, `max.f32`, `min.f32`); 16-bit fragments compute in f32 and round each
+    result."""
 
     name = "nvgpu.fragment_binary"
 
@@ -121,8 +131,11 @@ class FragmentBinaryOp(IRDLOperation):
 
 @irdl_op_definition
 class FragmentUnaryOp(IRDLOperation):
-    """Elementwise `exp2` (`ex2.approx.ftz.f32`), `log2` (`lg2.approx.ftz.f32`) or `neg`
-    (`neg.f32`), register by register."""
+    """Elementwise math, register by register: `exp2` (`ex2.approx.ftz.f32`), `log2`
+    (`lg2.approx.ftz.f32`), `exp` and `log` (the same, scaled by log2(e) / ln(2)), `sqrt`
+    (`sqrt.rn.f32`), `rsqrt` (`rsqrt.approx.ftz.f32`), `tanh` (`tanh.approx.f32`), `erf`
+    (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7), `neg` and `abs`. 16-bit fragments compute
+    in f32 and round each result."""
 
     name = "nvgpu.fragment_unary"
 
@@ -141,10 +154,9 @@ class FragmentUnaryOp(IRDLOperation):
 
     def verify_(self) -> None:
         et = fragment_type(self.source).element_type
-        kind = self.kind.data
-        if kind in (UnaryKind.EXP2, UnaryKind.LOG2) and not isinstance(et, Float32Type):
+        if isinstance(et, FP8_TYPES):
             raise VerifyException(
-                f"'nvgpu.fragment_unary' {kind} needs f32 elements (.approx.f32), got {et}"
+                f"'nvgpu.fragment_unary' computes on f32, f16 or bf16 elements, got {et}"
             )
 
 
@@ -522,7 +534,7 @@ class FragmentLoadColumnsOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' makes an f32 wgmma_acc fragment, got {frag}"
             )
-        if buf.slot_shape != (frag.get_shape()[1],):
+        if vector_length(buf.slot_shape) != frag.get_shape()[1]:
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' needs a slot of one row of "
                 f"{frag.get_shape()[1]} elements, got {format_shape(buf.slot_shape)}"
@@ -530,5 +542,93 @@ class FragmentLoadColumnsOp(IRDLOperation):
         if isinstance(buf.element_type, FP8_TYPES):
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' reads f16, bf16 or f32, got {buf.element_type}"
+            )
+        verify_slot(self, self.slot, buf.slot_count, "buffer")
+
+
+@irdl_op_definition
+class FragmentLoadOp(IRDLOperation):
+    """An accumulator-layout fragment read from rows `[row, row + rows)` of smem slot `slot`
+    (row 0 without `row`): `ld.shared` of each column pair the thread owns, where the
+    layout object places it, through the buffer's swizzle. The inverse of
+    `nvgpu.fragment_store`, for tiles a consumer computes on without a dot."""
+
+    name = "nvgpu.fragment_load"
+
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    row = opt_operand_def(i32)
+    result = result_def(FragmentType)
+
+    assembly_format = "$buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($buf) `->` type($result)"
+
+    def __init__(
+        self, buf: SSAValue, slot: SSAValue, result_type: FragmentType, row: SSAValue | None = None
+    ):
+        super().__init__(operands=[buf, slot, [row] if row else []], result_types=[result_type])
+
+    def verify_(self) -> None:
+        buf, frag = smem_type(self.buf), fragment_type(self.result)
+        if frag.kind != FragmentLayout.WGMMA_ACC or frag.element_type != buf.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_load' makes a wgmma_acc fragment of the slot's element type "
+                f"{buf.element_type}, got {frag}"
+            )
+        if isinstance(buf.element_type, FP8_TYPES):
+            raise VerifyException(
+                f"'nvgpu.fragment_load' reads f16, bf16 or f32, got {buf.element_type}"
+            )
+        rows, cols = frag.get_shape()
+        slot_shape = buf.slot_shape
+        fits = len(slot_shape) == 2 and slot_shape[1] == cols
+        offset = self.row is not None and slot_shape[0] % rows == 0
+        fits = fits and (slot_shape[0] == rows or offset)
+        if not fits:
+            raise VerifyException(
+                f"'nvgpu.fragment_load' of {rows}x{cols} from a {format_shape(slot_shape)} slot: "
+                "the slot must have the same shape, or, with a row offset, a multiple of the rows"
+            )
+        verify_slot(self, self.slot, buf.slot_count, "buffer")
+
+
+@irdl_op_definition
+class FragmentLoadRowsOp(IRDLOperation):
+    """A row-vector fragment (`wgmma_row`) read from elements `[row, row + rows)` of the
+    1-D smem slot `slot` (a per-row scale or bias): `ld.shared` of the thread's rows."""
+
+    name = "nvgpu.fragment_load_rows"
+
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    row = opt_operand_def(i32)
+    result = result_def(FragmentType)
+
+    assembly_format = "$buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($buf) `->` type($result)"
+
+    def __init__(
+        self, buf: SSAValue, slot: SSAValue, result_type: FragmentType, row: SSAValue | None = None
+    ):
+        super().__init__(operands=[buf, slot, [row] if row else []], result_types=[result_type])
+
+    def verify_(self) -> None:
+        buf, frag = smem_type(self.buf), fragment_type(self.result)
+        if frag.kind != FragmentLayout.WGMMA_ROW or frag.element_type != buf.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_load_rows' makes a wgmma_row fragment of the slot's element "
+                f"type {buf.element_type}, got {frag}"
+            )
+        if not isinstance(buf.element_type, Float32Type | Float16Type | BFloat16Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_load_rows' reads f16, bf16 or f32, got {buf.element_type}"
+            )
+        (rows,) = frag.get_shape()
+        length, slot_shape = vector_length(buf.slot_shape), buf.slot_shape
+        fits = length is not None and (
+            length == rows or self.row is not None and length % rows == 0
+        )
+        if not fits:
+            raise VerifyException(
+                f"'nvgpu.fragment_load_rows' of {rows} rows from a {format_shape(slot_shape)} "
+                "slot: the slot must have as many elements, or, with a row offset, a multiple"
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")

@@ -13,10 +13,12 @@ MBARRIER_BYTES = 8  # one mbarrier is a .b64 in shared memory, 8-byte aligned
 CTA_BARRIER_ID = 0  # named barrier 0 is `bar.sync 0`, the whole CTA (§6)
 MAX_NAMED_BARRIER_ID = 15  # 16 named barriers per CTA, ids 0..15
 # Who uses which named barrier (0 is the CTA-wide bar.sync): the producer group publishing
-# register payloads, the consumers' TMA-store staging, and the two ping-pong turns.
+# register payloads, the consumers' TMA-store staging, the two ping-pong turns, and a
+# consumer group whose threads read a slot into registers before one thread releases it.
 PRODUCER_BARRIER_ID = 1
 EPILOGUE_BARRIER_ID = 2
 PINGPONG_BARRIER_IDS = (3, 4)
+SLOT_READ_BARRIER_ID = 5  # a consumer group's threads, done reading a slot into registers
 MAX_CTA_THREADS = 1024
 
 TMA_MAX_BOX_DIM = 256  # every box dim is in 1..256 (§3.2)

@@ -322,13 +322,20 @@ class BinaryKindAttr(EnumAttribute[BinaryKind], SpacedOpaqueSyntaxAttribute):
 class UnaryKind(StrEnum):
     EXP2 = auto()
     LOG2 = auto()
+    EXP = auto()
+    LOG = auto()
+    SQRT = auto()
+    RSQRT = auto()
+    TANH = auto()
+    ERF = auto()
     NEG = auto()
+    ABS = auto()
 
 
 @irdl_attr_definition
 class UnaryKindAttr(EnumAttribute[UnaryKind], SpacedOpaqueSyntaxAttribute):
-    """The function of `nvgpu.fragment_unary`: `exp2` (ex2.approx), `log2` (lg2.approx) or
-    `neg`."""
+    """The function of `nvgpu.fragment_unary`: `exp2`, `log2`, `exp`, `log`, `sqrt`, `rsqrt`,
+    `tanh`, `erf` (f32, approximate as PTX computes them), `neg` or `abs` (exact)."""
 
     name = "nvgpu.unary_kind"
 

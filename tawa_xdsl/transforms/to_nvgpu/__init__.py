@@ -3,7 +3,8 @@ module per kind of thing lowered; the pass walks a consumer group op by op and h
 to the module of its operands' kind.
 
 * `common`: per-thread indices, errors, small IR builders shared by all of them;
-* `slots`: tiles that still live in smem slots (views for wgmma operands and vector reads);
+* `slots`: tiles that still live in smem slots (views for wgmma operands and vector reads),
+  and their reads into registers where anything else takes them;
 * `fragments`: register fragments: splats, converts, elementwise math, row reductions, row
   and column vectors;
 * `masks`: index tiles and masks, kept symbolic until a `tile.where` becomes one

@@ -6,20 +6,30 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
 
 * `tile.splat` -> `fragment_splat`; `tile.convert` -> `fragment_convert`; `tile.reshape` of
   a fragment is the fragment;
-* `arith` on float tiles -> `fragment_binary`; `math.exp2`, `math.log2`, `arith.negf` ->
-  `fragment_unary`;
+* `arith` on float tiles -> `fragment_binary`; `math.exp2`/`exp`/`log2`/`log`/`sqrt`/
+  `rsqrt`/`tanh`/`erf`/`absf` and `arith.negf` -> `fragment_unary`; `math.fma` -> a
+  multiply and an add;
 * `tile.reduce` along the row axis (columns, axis 1) -> per-thread `fragment_row_reduce` and
   two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials;
-* row vectors: `expand_dims(v, 1)` + `broadcast` -> `fragment_broadcast_rows`;
-* column vectors read from a slot (a bias): `convert` + `expand_dims(v, 0)` + `broadcast` ->
-  one `fragment_load_columns` where the slot is held."""
+* row vectors (`[rows]` and `[rows, 1]` tiles are `wgmma_row` fragments): `expand_dims(v,
+  1)` is the fragment, `broadcast` along the columns -> `fragment_broadcast_rows`;
+* column vectors read from a slot (a bias): [`convert` +] `expand_dims(v, 0)` + `broadcast`
+  -> one `fragment_load_columns` where the slot is held; other slot reads become fragments
+  where they were loaded (`slots.registers`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    TensorType,
+    f32,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -42,16 +52,24 @@ FLOAT_BINARY: dict[type[Operation], BinaryKind] = {
 FLOAT_UNARY: dict[type[Operation], UnaryKind] = {
     math.Exp2Op: UnaryKind.EXP2,
     math.Log2Op: UnaryKind.LOG2,
+    math.ExpOp: UnaryKind.EXP,
+    math.LogOp: UnaryKind.LOG,
+    math.SqrtOp: UnaryKind.SQRT,
+    math.RsqrtOp: UnaryKind.RSQRT,
+    math.TanhOp: UnaryKind.TANH,
+    math.ErfOp: UnaryKind.ERF,
     arith.NegfOp: UnaryKind.NEG,
+    math.AbsFOp: UnaryKind.ABS,
 }
 REDUCE_COMBINE = {ReduceKind.MAX: BinaryKind.MAX, ReduceKind.SUM: BinaryKind.ADD}
 
 
 def fragment_of(ty: TensorType) -> FragmentType:
-    """The fragment of a consumer tile: 1-D -> wgmma_row, 2-D -> wgmma_acc."""
+    """The fragment of a consumer tile: 1-D or one column ([rows, 1]) -> wgmma_row, 2-D ->
+    wgmma_acc."""
     shape = ty.get_shape()
-    if len(shape) == 1:
-        return FragmentType(FragmentLayout.WGMMA_ROW, shape, ty.element_type)
+    if len(shape) == 1 or len(shape) == 2 and shape[1] == 1:
+        return FragmentType(FragmentLayout.WGMMA_ROW, shape[:1], ty.element_type)
     return FragmentType(FragmentLayout.WGMMA_ACC, shape, ty.element_type)
 
 
@@ -67,9 +85,23 @@ def retype(op: Operation, values: list[SSAValue]) -> None:
 
 
 def splat(op: tile.SplatOp) -> None:
+    """A 16-bit float constant is splat in f32 and converted (PTX has no 16-bit float
+    immediates)."""
     ty = op.result.type
     assert isinstance(ty, TensorType)
-    Rewriter.replace_op(op, nvgpu.FragmentSplatOp(op.operands[0], fragment_of(ty)))
+    value, frag = op.operands[0], fragment_of(ty)
+    constant = value.owner
+    if isinstance(constant, arith.ConstantOp) and isinstance(
+        ty.element_type, Float16Type | BFloat16Type
+    ):
+        assert isinstance(constant.value, FloatAttr)
+        wide = arith.ConstantOp(FloatAttr(constant.value.value.data, Float32Type()))
+        spread = nvgpu.FragmentSplatOp(wide.result, FragmentType(frag.kind, frag.get_shape(), f32))
+        Rewriter.replace_op(op, [wide, spread, nvgpu.FragmentConvertOp(spread.result, frag)])
+        if not constant.result.uses:
+            Rewriter.erase_op(constant)
+        return
+    Rewriter.replace_op(op, nvgpu.FragmentSplatOp(value, frag))
 
 
 def binary(op: Operation) -> None:
@@ -79,6 +111,13 @@ def binary(op: Operation) -> None:
 
 def unary(op: Operation) -> None:
     Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(FLOAT_UNARY[type(op)], op.operands[0]))
+
+
+def fma(op: math.FmaOp) -> None:
+    """`a * b + c` as a multiply and an add (ptxas contracts them into one fma.rn)."""
+    product = nvgpu.FragmentBinaryOp(BinaryKind.MUL, op.a, op.b)
+    total = nvgpu.FragmentBinaryOp(BinaryKind.ADD, product.result, op.c)
+    Rewriter.replace_op(op, [product, total])
 
 
 def convert(op: tile.ConvertOp) -> None:
@@ -100,7 +139,11 @@ def row_reduce(op: tile.ReduceOp) -> None:
     """Per-thread partial over its columns, then butterflies over the quad's 4 lanes."""
     src = op.source.type
     if not isinstance(src, FragmentType) or op.axis.value.data != 1:
-        raise fail(op, "must reduce an accumulator tile along its columns (axis 1)")
+        raise fail(
+            op,
+            "must reduce a 2-D tile along its columns (axis 1): a reduction along axis 0 "
+            "crosses warps and is not lowered for the GPU (reduce the transposed tile)",
+        )
     combine = REDUCE_COMBINE[op.kind.data]
     partial = nvgpu.FragmentRowReduceOp(op.kind.data, op.source)
     ops: list[Operation] = [partial]
@@ -115,54 +158,77 @@ def row_reduce(op: tile.ReduceOp) -> None:
 
 @dataclass
 class Vectors:
-    """Row and column vectors on their way to a broadcast over a fragment."""
+    """Column vectors read from a slot on their way to a broadcast over the rows (row
+    vectors, `[rows]` or `[rows, 1]`, are `wgmma_row` fragments like any other tile)."""
 
-    row_columns: dict[SSAValue, SSAValue] = field(default_factory=dict)  # [rows, 1] of a row vec
     # 1-D slot reads spread over rows (a bias): the fragment_load_columns they become
     columns: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def holds(self, value: SSAValue) -> bool:
-        return value in self.row_columns or value in self.columns
+        return value in self.columns
 
-    def load_columns(self, op: tile.ConvertOp, view: SmemView) -> None:
-        """`convert` of a 1-D slot read that `expand_dims` (axis 0) and `broadcast` spread over
-        the rows: one `fragment_load_columns` here, where the slot is held."""
+    @staticmethod
+    def spreads_over_rows(op: Operation) -> bool:
+        """Whether `op` is `expand_dims(v, 0)` of a 1-D slot read, or its `convert` that only
+        such expand_dims read: a per-column vector (a bias) spread over the rows."""
+        if isinstance(op, tile.ExpandDimsOp):
+            return op.axis.value.data == 0
+        if not isinstance(op, tile.ConvertOp):
+            return False
         spread = [u.operation for u in op.result.uses]
-        if not all(isinstance(e, tile.ExpandDimsOp) and e.axis.value.data == 0 for e in spread):
-            raise fail(op, "of a slot read needs a 1-D vector spread over rows (expand_dims 0)")
-        shapes = {
-            b.result.type
-            for e in spread
-            for b in (u.operation for u in e.results[0].uses)
-            if isinstance(b, tile.BroadcastOp)
-        }
-        ty = op.result.type
-        if len(shapes) != 1 or not isinstance(ty, TensorType) or ty.element_type != Float32Type():
-            raise fail(op, "of a slot read needs one f32 broadcast over rows")
+        return bool(spread) and all(
+            isinstance(e, tile.ExpandDimsOp) and e.axis.value.data == 0 for e in spread
+        )
+
+    def load_columns(self, op: tile.ConvertOp | tile.ExpandDimsOp, view: SmemView) -> None:
+        """`convert` (or `expand_dims` axis 0) of a 1-D slot read that `expand_dims` (axis 0),
+        maybe an f32 `convert`, and `broadcast` spread over the rows: one
+        `fragment_load_columns` here, where the slot is held."""
+        if isinstance(op, tile.ExpandDimsOp):
+            spread: list[Operation] = [op]
+        else:
+            spread = [u.operation for u in op.result.uses]
+        if view.row is not None:
+            raise fail(op, "spreads a slice of a vector slot over rows (load the whole vector)")
+        rows = [u.operation for e in spread for u in e.results[0].uses]
+        rows += [u.operation for c in rows if isinstance(c, tile.ConvertOp) for u in c.result.uses]
+        shapes = {b.result.type for b in rows if isinstance(b, tile.BroadcastOp)}
+        f32 = all(
+            isinstance(ty := b.result.type, TensorType) and ty.element_type == Float32Type()
+            for b in rows
+        )
+        if len(shapes) != 1 or not f32:
+            raise fail(op, "of a slot read needs one f32 broadcast over rows (convert to f32)")
         (shape,) = shapes
         load = nvgpu.FragmentLoadColumnsOp(view.buf, view.slot, fragment_of(shape))  # type: ignore[arg-type]
         insert_before(op, [load])
         self.columns[op.result] = load.result
 
-    def expand_dims(self, op: tile.ExpandDimsOp) -> None:
-        """A row vector becomes a column `[rows, 1]`; a column read stays one."""
-        axis = op.axis.value.data
-        if isinstance(op.source.type, FragmentType) and axis == 1:
-            self.row_columns[op.result] = op.source
-        elif op.source in self.columns and axis == 0:
-            self.columns[op.result] = self.columns[op.source]
-        else:
-            raise fail(op, "must turn a row vector into a column (axis 1) or place an index")
+    def follow(self, op: tile.ExpandDimsOp | tile.ConvertOp) -> None:
+        """An `expand_dims` (axis 0) or f32 `convert` of a column read stays that read."""
+        self.columns[op.results[0]] = self.columns[op.operands[0]]
 
     def broadcast(self, op: tile.BroadcastOp) -> bool:
         """Replace a broadcast of a vector by its fragment; False if `op` is not one."""
         if op.source in self.columns:
             Rewriter.replace_op(op, [], [self.columns[op.source]])
             return True
-        if op.source in self.row_columns:
+        source = op.source.type
+        if isinstance(source, FragmentType) and source.kind == FragmentLayout.WGMMA_ROW:
             ty = op.result.type
             assert isinstance(ty, TensorType)
-            rows = nvgpu.FragmentBroadcastRowsOp(self.row_columns[op.source], ty.get_shape()[1])
-            Rewriter.replace_op(op, rows)
+            Rewriter.replace_op(op, nvgpu.FragmentBroadcastRowsOp(op.source, ty.get_shape()[1]))
             return True
         return False
+
+
+def expand_rows(op: tile.ExpandDimsOp) -> None:
+    """A row vector as a column `[rows, 1]` is the same `wgmma_row` fragment."""
+    source = op.source.type
+    if (
+        op.axis.value.data != 1
+        or not isinstance(source, FragmentType)
+        or source.kind != FragmentLayout.WGMMA_ROW
+    ):
+        raise fail(op, "must turn a row vector into a column (axis 1) or place an index")
+    Rewriter.replace_op(op, [], [op.source])

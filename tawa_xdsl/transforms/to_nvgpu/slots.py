@@ -1,9 +1,11 @@
 """Tiles that still live in smem slots: `nvgpu.smem_load`s and their views.
 
-A slot read is never copied into registers: it stays a `SmemView` (rows `[row, ...)` of slot
-`slot` of `buf`, maybe transposed) through `tile.reshape`, `tile.extract_slice` (whole rows)
-and `tile.trans`, until an op reads it as what it is: a wgmma operand (`wgmma`) or a vector
-spread over the rows of a fragment (`fragments.load_columns`)."""
+A slot read stays a `SmemView` (rows `[row, ...)` of slot `slot` of `buf`, maybe transposed)
+through `tile.reshape`, `tile.extract_slice` (whole rows) and `tile.trans`, until an op reads
+it as what it is: a wgmma operand (`wgmma`), a vector spread over the rows of a fragment
+(`fragments.Vectors.load_columns`), or anything else: then it is read into registers where it
+was loaded (`registers`): a 2-D tile as an accumulator-layout `fragment_load`, a 1-D tile as a
+row vector (`fragment_load_rows`)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from tawa_xdsl.dialects import nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import squeeze_leading
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES, FragmentLayout, FragmentType, squeeze_leading
 from tawa_xdsl.transforms.to_nvgpu.common import constant_int, fail, insert_before
 
 
@@ -38,16 +41,41 @@ def transpose(view: SmemView) -> SmemView:
 
 
 def row_slice(op: tile.ExtractSliceOp, view: SmemView) -> SmemView:
-    """Rows `[offset, offset + n)` of an untransposed slot (every other offset 0)."""
+    """Rows `[offset, offset + n)` of an untransposed slot (every other offset 0); of a 1-D
+    slot, elements `[offset, offset + n)` (a consumer's rows of a row vector)."""
     src, dst = op.source.type, op.result.type
     assert isinstance(src, TensorType) and isinstance(dst, TensorType)
     offsets = list(op.offsets)
+    if all(d == 1 for d in src.get_shape()[:-1]):  # a vector, maybe with leading unit dims
+        if view.row is not None or any(constant_int(o) != 0 for o in offsets[:-1]):
+            raise fail(op, "must take one slice of the elements of a vector slot")
+        return SmemView(view.buf, view.slot, offsets[-1])
     others = [o for i, o in enumerate(offsets) if i != len(offsets) - 2]
     if view.transposed or view.row is not None or any(constant_int(o) != 0 for o in others):
         raise fail(op, "must take whole rows of an untransposed smem slot")
     if src.get_shape()[-1] != dst.get_shape()[-1]:
         raise fail(op, "must keep every column of the slot (a row slice)")
     return SmemView(view.buf, view.slot, offsets[-2])
+
+
+def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:
+    """The load that reads the tile `value` (a view) into a fragment: a 2-D tile in the
+    accumulator layout, a 1-D tile as a row vector; `op` is the first op that needs it."""
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    shape = squeeze_leading(ty.get_shape())
+    if view.transposed:
+        raise fail(op, "reads a transposed smem tile into registers (only tl.dot takes one)")
+    layout = FragmentLayout.WGMMA_ROW if len(shape) == 1 else FragmentLayout.WGMMA_ACC
+    try:
+        frag = FragmentType(layout, shape, ty.element_type)
+    except (ValueError, VerifyException) as error:
+        raise fail(op, f"reads {ty} into registers: {error}") from None
+    if isinstance(ty.element_type, FP8_TYPES):
+        raise fail(op, "reads an fp8 tile into registers (only tl.dot takes fp8 tiles)")
+    if layout == FragmentLayout.WGMMA_ROW:
+        return nvgpu.FragmentLoadRowsOp(view.buf, view.slot, frag, view.row)
+    return nvgpu.FragmentLoadOp(view.buf, view.slot, frag, view.row)
 
 
 def hoist_allocations(kernel: func.FuncOp) -> None:

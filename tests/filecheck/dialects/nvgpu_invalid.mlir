@@ -368,11 +368,11 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %b: !nvgpu.fragment<wgmm
 
 // -----
 
-func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xbf16>) {
-  %c = nvgpu.fragment_unary exp2 %a : !nvgpu.fragment<wgmma_acc, 64x64xbf16>
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf8E4M3FN>) {
+  %c = nvgpu.fragment_unary exp2 %a : !nvgpu.fragment<wgmma_acc, 64x64xf8E4M3FN>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_unary' exp2 needs f32 elements (.approx.f32), got bf16
+// CHECK: error: 'nvgpu.fragment_unary' computes on f32, f16 or bf16 elements, got f8E4M3FN
 
 // -----
 

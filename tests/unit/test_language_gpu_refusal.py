@@ -1,0 +1,58 @@
+"""One truth for both paths (issue 14, item 7): a kernel the GPU backend refuses still runs in
+the interpreter (the reference), with a `GpuRefusalWarning` that carries the GPU's one-line
+refusal naming the line; a kernel the GPU compiles runs without one."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import tawa_xdsl
+import tawa_xdsl.language as tl
+from tawa_xdsl.descriptor import TensorDescriptor
+from tawa_xdsl.jit import GpuRefusalWarning
+
+
+@tawa_xdsl.jit
+def column_max(x_desc, y_desc):
+    x = x_desc.load([0, 0])
+    y_desc.store([0, 0], x - tl.max(x, axis=0)[None, :])  # the GPU refuses: axis 0
+
+
+@tawa_xdsl.jit
+def row_max(x_desc, y_desc):
+    x = x_desc.load([0, 0])
+    y_desc.store([0, 0], x - tl.max(x, axis=1)[:, None])
+
+
+def descriptors() -> tuple[np.ndarray, np.ndarray, list[TensorDescriptor]]:
+    x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    return x, y, [TensorDescriptor.from_tensor(a, [128, 64]) for a in (x, y)]
+
+
+def test_a_kernel_the_gpu_refuses_runs_with_the_refusal_as_a_warning():
+    x, y, args = descriptors()
+    with pytest.warns(GpuRefusalWarning) as record:
+        column_max[(1,)](*args, interpret=True)
+    np.testing.assert_array_equal(y, x - x.max(axis=0, keepdims=True))
+    (warning,) = [w for w in record if issubclass(w.category, GpuRefusalWarning)]
+    line = column_max.fn.__code__.co_firstlineno + 3
+    assert re.match(
+        rf".*test_language_gpu_refusal\.py:{line}:\d+: error: lower-to-nvgpu: 'tile.reduce' "
+        r"must reduce a 2-D tile along its columns \(axis 1\).*\(the GPU backend refuses this "
+        r"kernel\)$",
+        str(warning.message),
+    ), str(warning.message)
+    assert "\n" not in str(warning.message)
+
+
+def test_a_kernel_the_gpu_compiles_runs_without_a_warning():
+    x, y, args = descriptors()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GpuRefusalWarning)
+        row_max[(1,)](*args, interpret=True)
+    np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))
