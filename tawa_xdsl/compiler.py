@@ -10,7 +10,7 @@
 the level its output is at; `emit_ptx` then prints the nvgpu module. `pipeline_text(options)`
 spells the same list for `tawa-opt -p`, so `tawa-opt k.mlir -p "<pipeline_text>" -t ptx` runs
 exactly what `compile_to_ptx` runs. With `options.verify` the barrier protocol of every ring is
-proved on the mbarrier level before the nvgpu lowering (`verify.check.check_module`).
+proved on the nvgpu level, the IR `emit_ptx` prints (`verify.check.check_module`).
 
 Options arrive in three spellings, all mapped here: `CompileOptions` fields; launch keywords of
 `@jit` kernels and `autotune.Config`s (`LAUNCH_OPTIONS`: Triton's `num_stages` and
@@ -187,7 +187,7 @@ def lower_to_nvgpu_level(
 ) -> ModuleOp:
     """`pipeline(options)` on a copy of `module` (returned); the IR of each level ("aref",
     "mbarrier", "nvgpu") goes into `ir` when given. With `options.verify` the rings are
-    proved once the mbarrier level is reached (a one-line `ProtocolError` otherwise)."""
+    proved on the nvgpu level (a one-line `ProtocolError` otherwise)."""
     levels = ir if ir is not None else {}
     ctx = make_context()
     lowered = module.clone()
@@ -196,8 +196,8 @@ def lower_to_nvgpu_level(
             step.apply(ctx, lowered)
             verify_module(lowered)  # a broken op is named by its place, in one line
         levels[level] = str(lowered)
-        if level == "mbarrier" and options.verify:
-            check_module(lowered)
+    if options.verify:
+        check_module(lowered)  # the IR emit-ptx prints
     return lowered
 
 

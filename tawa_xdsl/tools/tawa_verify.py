@@ -3,7 +3,9 @@
     tawa-verify k.mlir [-p 'tawa-warp-specialize{...},lower-aref'] [--json] [--explicit]
     tawa-opt k.mlir -p '...,lower-aref' | tawa-verify -
 
-Reads mbarrier-level IR from a file or stdin (`-`, or no file), or runs the given passes first.
+Reads lowered IR from a file or stdin (`-`, or no file), or runs the given passes first: the
+mbarrier level (after lower-aref) or the nvgpu level (after lower-to-nvgpu and legalize-nvgpu,
+the IR emit-ptx prints, where wgmma's asynchronous reads and one-thread arrives are checked too).
 Each ring is proved by the compiler's inductive certificate (Z3, 1-induction: every trip count,
 every number of persistent tiles); when that fails, an explicit search finds a shortest
 counterexample. Lints (elected-thread publication, proxy fences, CTA-wide barriers in a

@@ -1,39 +1,65 @@
-"""Extract each ring's barrier protocol from mbarrier-level IR (what lower-aref produced).
+"""Extract each ring's barrier protocol from lowered IR: the mbarrier level (what lower-aref
+produced) or the nvgpu level (what lower-to-nvgpu and legalize-nvgpu produced, what emit-ptx
+prints).
 
 Per ring (a `full` mbarrier array carrying the `tawa.ring` certificate parameters, its `empty`
 partner and the smem buffers its copies fill), per warp group, the ring's ops of the group's
-innermost loop body, in program order, each with its slot and parity expression read back by
+loop body, in program order, each with its slot and parity expression read back by
 `protocol.match_slot` / `match_parity` relative to the body's use counter:
 
-    producer:  wait empty[(k+o) mod m], parity   arrive(_expect_tx) full[...]   tma / store
-    consumer:  wait full[...], parity            smem_load buf[...]             arrive empty[...]
+    producer:  wait empty[(k+o) mod D], parity   arrive(_expect_tx) full[...]   tma / store
+    consumer:  wait full[...], parity            read buf[...]                  arrive empty[...]
 
-The schedule is read from the data the passes wrote, and the IR is checked against it:
+Groups. At the mbarrier level a group is an `aref.group` (its role and warpgroup count are
+attributes), run once per warpgroup. At the nvgpu level the groups are the branches of the
+`scf.if` chain on `nvgpu.warpgroup_index` (`wg < c`) at the kernel's top level, run by all 128
+threads of each warpgroup: an arrive or a copy must be under a one-thread guard
+(`thread_index == c`), so that each warpgroup arrives once, as the init counts expect; a
+group's role is what it does (the group that arrives on a ring's full barrier is its
+producer). A consumer's read of a slot is an `nvgpu.smem_load` (mbarrier level) or a wgmma
+operand (nvgpu level). A wgmma reads shared memory until the `wgmma_wait_group` that retires
+it: a release of the slot must come after a wait_group that provably retired every wgmma
+reading it (`_check_retired`).
 
-* an arrive carrying `tawa.lag = L` (a release `mma-lag` lagged by L uses, MMA depth L + 1)
-  must release slot `(k - L) mod D` under `scf.if (x >= L)`; the loop marked `tawa.drain = L`
-  after the main loop holds the drained releases (its L must be the body's);
-* an `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead of `software-pipeline`)
-  must be guarded by `iv + step < ub` and acts on use k + 1; the one marked `tawa.peeled`
-  in front of the loop must be guarded by `lb < ub`: together the loop's N uses.
+Every assumption of the model is checked on the IR, or the IR is refused (`ExtractionError`,
+naming the op's location):
 
-Any other guard around ring ops, ring ops in an else-branch, and IR that disagrees with its
-data are refused (`ExtractionError`, naming the op). The trip count of every group's
-loop nest is kept as an expression (the loops' bounds), compared structurally across groups: the
-same expression means the same N for every N; `expr + c` is a known difference c.
+* counters: every slot and parity expression of a ring op is built on the use counter of the
+  loop that holds it (a loop-carried value starting at the tile's start and incremented by
+  one each iteration; the lookahead counter starts one ahead and is incremented by the
+  lookahead's `scf.if`), or on the tile's start outside the loop; the tile's start is 0,
+  or, in a loop of tiles, the counter the previous tile left; slot and parity are taken
+  modulo the ring's depth and their argument is never negative (offsets are then reduced
+  to one ring turn, exactly);
+* guards: a release carrying `tawa.lag = L` is under `scf.if (counter - start >= L)`; the
+  loop marked `tawa.drain = L` after the main loop releases `[max(end - L, start), end)`; an
+  `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead) is guarded by
+  `iv + step < ub` and acts on use k + 1, the one marked `tawa.peeled` in front of the loop
+  by `lb < ub`; any other guard around ring ops (warpgroup-dependent ones included), ring ops
+  in an else-branch or in any other region op are refused;
+* barriers: each array is initialized exactly once, before the groups, followed by
+  `fence_mbarrier_init` and a CTA barrier; every barrier op of a group is on a ring's full or
+  empty array; copies complete on the full barrier of the ring whose buffer they fill; the
+  roles hold (producers wait on empty and arrive on full, consumers the other way round);
+* buffers: each ring buffer has D slots and is filled by the ring's copies (or stores);
+* trip counts: the loop nest around a ring's ops is kept as an expression of its bounds
+  (never of the warpgroup or thread index), compared structurally across groups.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from io import StringIO
 
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.printer import Printer
 
 from tawa_xdsl import protocol
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, WARPGROUP_THREADS
 
 
 class ExtractionError(Exception):
@@ -105,17 +131,30 @@ class RingProtocolModel:
     loc: str = "<unknown>"
 
 
+def fail(op: Operation | SSAValue, message: str) -> ExtractionError:
+    """An `ExtractionError` naming the place of `op` (or of the op defining a value)."""
+    if isinstance(op, SSAValue):
+        owner = op.owner
+        op = owner if isinstance(owner, Operation) else owner.parent_op()
+    return ExtractionError(f"{op_location(op)}: {message}")  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------- trip expressions
+
+_PER_THREAD = (nvgpu.WarpgroupIndexOp, aref.WarpgroupIndexOp, nvgpu.ThreadIndexOp)
 
 
 def _expr(value: SSAValue) -> tuple:
     """A structural key of an i32 value: its defining ops (name, properties, operands) down to
-    kernel arguments and constants, so clones of one computation in two groups compare equal."""
+    kernel arguments and constants, so clones of one computation in two groups compare equal.
+    A value computed from the warpgroup or thread index differs between groups: refused."""
     const = protocol.constant_of(value)
     if const is not None:
         return ("c", const)
     op = value.owner
     if isinstance(op, Operation):
+        if isinstance(op, _PER_THREAD) or isinstance(op, nvgpu.ElectSyncOp):
+            raise fail(op, f"a loop bound or guard depends on '{op.name}' (differs per group)")
         if op.regions:
             return ("region-op", op.name, id(op))
         props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
@@ -152,28 +191,455 @@ def trip_difference(a: tuple, b: tuple) -> int | None:
     return ob - oa if ba == bb else None
 
 
-# --------------------------------------------------------------------------- extraction
+# ---------------------------------------------------------------------------- the groups
+
+
+@dataclass
+class Group:
+    """One warp group: its body, role, warpgroup count and how many threads of a warpgroup
+    run the body (1 at the mbarrier level, 128 at the nvgpu level)."""
+
+    op: Operation
+    body: Block
+    role: str
+    count: int
+    threads: int
+    index: int
+
+
+def _warpgroup_split(op: Operation, wg: SSAValue | None) -> int | None:
+    """c when `op` is `scf.if (wg < c)` on the kernel's warpgroup index, else None."""
+    if not isinstance(op, scf.IfOp) or wg is None:
+        return None
+    cond = op.cond.owner
+    if isinstance(cond, arith.CmpiOp) and cond.predicate.value.data == 6 and cond.lhs == wg:
+        return protocol.constant_of(cond.rhs)
+    return None
+
+
+def _branches(op: scf.IfOp, lo: int, total: int, wg: SSAValue) -> list[tuple[Block, int, int]]:
+    """The groups of an `scf.if` chain on the warpgroup index: (body, first, end)."""
+    split = _warpgroup_split(op, wg)
+    assert split is not None
+    if not lo < split < total:
+        raise fail(op, f"warpgroup split at {split} outside the groups {lo}..{total}")
+    out = [(op.true_region.blocks[0], lo, split)]
+    if not op.false_region.blocks:
+        raise fail(op, "warpgroups past the split run no group (no else-branch)")
+    rest = op.false_region.blocks[0]
+    nested = [o for o in rest.ops if _warpgroup_split(o, wg) is not None]
+    others = [o for o in rest.ops if not isinstance(o, arith.ConstantOp | arith.CmpiOp)]
+    if nested and others == [nested[0], rest.last_op] and isinstance(rest.last_op, scf.YieldOp):
+        return out + _branches(nested[0], split, total, wg)  # type: ignore[arg-type]
+    return [*out, (rest, split, total)]
+
+
+def kernel_groups(module: ModuleOp, full_bars: list[SSAValue]) -> list[Group]:
+    """The warp groups of the module's kernel, at either level (module docstring)."""
+    specializes = [op for op in module.walk() if isinstance(op, aref.WarpSpecializeOp)]
+    if len(specializes) > 1:
+        raise fail(specializes[1], "a second aref.warp_specialize (one per kernel is modelled)")
+    if specializes:
+        return [
+            Group(g, g.body.block, str(g.role.data), g.num_warpgroups, 1, n)
+            for n, g in enumerate(specializes[0].groups())
+        ]
+    kernels = [op for op in module.walk() if isinstance(op, func.FuncOp)]
+    if len(kernels) != 1:
+        raise ExtractionError(f"{len(kernels)} kernels in the module (one is modelled)")
+    kernel = kernels[0]
+    wgs = [op.result for op in kernel.walk() if isinstance(op, nvgpu.WarpgroupIndexOp)]
+    if len(wgs) != 1:
+        raise fail(kernel, "neither aref groups nor one nvgpu.warpgroup_index to split on")
+    wg = wgs[0]
+    splits = [op for op in kernel.body.block.ops if _warpgroup_split(op, wg) is not None]
+    if len(splits) != 1:
+        raise fail(kernel, "the warp groups are not one scf.if chain on the warpgroup index")
+    threads = kernel.attributes.get(THREADS_ATTR)
+    if not isinstance(threads, IntegerAttr) or threads.value.data % WARPGROUP_THREADS:
+        raise fail(kernel, f"no {THREADS_ATTR} attribute of whole warpgroups")
+    total = threads.value.data // WARPGROUP_THREADS
+    groups = []
+    for n, (body, lo, end) in enumerate(_branches(splits[0], 0, total, wg)):  # type: ignore[arg-type]
+        holder = body.parent_op()
+        assert holder is not None
+        produces = any(
+            isinstance(
+                op, nvgpu.MBarrierArriveExpectTxOp | nvgpu.MBarrierArriveOp | nvgpu.TmaLoadOp
+            )
+            and op.bars in full_bars
+            for op in body.walk()
+        )
+        role = "producer" if produces else "consumer"
+        groups.append(Group(holder, body, role, end - lo, WARPGROUP_THREADS, n))
+    return groups
+
+
+def is_thread_guard(cond: SSAValue) -> bool:
+    """`thread_index == c`: one thread of each warpgroup."""
+    op = cond.owner
+    return (
+        isinstance(op, arith.CmpiOp)
+        and op.predicate.value.data == 0
+        and isinstance(op.lhs.owner, nvgpu.ThreadIndexOp)
+        and protocol.constant_of(op.rhs) is not None
+    )
+
+
+# ------------------------------------------------------------------------- ring discovery
+
+
+@dataclass
+class Ring:
+    """The ops that make up one ring: its barrier arrays, buffers and certificate."""
+
+    alloc: nvgpu.MBarrierAllocOp
+    name: str
+    full: SSAValue
+    empty: SSAValue
+    buffers: list[SSAValue]
+    certificate: dict[str, int]
+
+    @property
+    def depth(self) -> int:
+        return self.alloc.bars.type.num_barriers  # type: ignore[union-attr]
 
 
 def _text(op: Operation) -> str:
-    from io import StringIO
-
-    from xdsl.printer import Printer
-
     out = StringIO()
     Printer(stream=out).print_op(op)
     return out.getvalue().split("\n")[0].strip()
 
 
-def _slot_of(op: Operation, value: SSAValue, counter: SSAValue | None) -> tuple[int, int, SSAValue]:
-    expr = protocol.match_slot(value)
-    if expr is None:
-        raise ExtractionError(f"{op_location(op)}: slot of '{op.name}' is not `(i + c) mod D`")
-    return expr.offset, expr.modulus, expr.base
+def _barrier_ops(module: ModuleOp) -> list[Operation]:
+    kinds = nvgpu.MBarrierWaitOp | nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp
+    return [op for op in module.walk() if isinstance(op, kinds)]
 
 
-def _same(a: SSAValue, b: SSAValue) -> bool:
-    return a == b or _expr(a) == _expr(b)
+def _empty_partner(module: ModuleOp, full: SSAValue, fulls: list[SSAValue]) -> SSAValue:
+    """The barrier array the producer waits on last before it arrives on `full`."""
+    partners = []
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp) and (
+            op.bars == full
+        ):
+            prev = op.prev_op
+            while prev is not None:
+                if isinstance(prev, nvgpu.MBarrierWaitOp) and prev.bars not in fulls:
+                    partners.append(prev.bars)
+                    break
+                prev = prev.prev_op
+    if not partners:
+        raise fail(full, "no producer waits on an empty barrier before arriving on it")
+    if any(p != partners[0] for p in partners):
+        raise fail(full, "the producer waits on different barriers before arriving on it")
+    return partners[0]
+
+
+def _buffer_reads(op: Operation) -> list[tuple[SSAValue, SSAValue]]:
+    """(buffer, slot) of every smem slot `op` reads."""
+    if isinstance(op, nvgpu.SmemLoadOp):
+        return [(op.buf, op.slot)]
+    if isinstance(op, nvgpu.WgmmaMmaAsyncOp):
+        return [(op.a_buf, op.a_slot), (op.b_buf, op.b_slot)]
+    if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
+        return [(op.b_buf, op.b_slot)]
+    return []
+
+
+def find_rings(module: ModuleOp) -> list[Ring]:
+    """Every ring of the module, with its barrier arrays and buffers checked (docstring)."""
+    allocs = [op for op in module.walk() if isinstance(op, nvgpu.MBarrierAllocOp)]
+    ring_allocs = [a for a in allocs if aref.RING_ATTR in a.attributes]
+    fulls = [a.bars for a in ring_allocs]
+    rings = []
+    for alloc in ring_allocs:
+        attr = alloc.attributes[aref.RING_ATTR]
+        name = attr.data.get("name") if isinstance(attr, DictionaryAttr) else None
+        if not isinstance(name, StringAttr):
+            raise fail(alloc, f"{aref.RING_ATTR} is not a dictionary with a name")
+        cert = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
+        empty = _empty_partner(module, alloc.bars, fulls)
+        if empty.type != alloc.bars.type:
+            raise fail(empty, f"ring {name.data}: empty and full arrays differ in size")
+        rings.append(Ring(alloc, name.data, alloc.bars, empty, [], cert))
+    owner = {id(r.full): r for r in rings}
+    for op in module.walk():
+        if isinstance(op, nvgpu.TmaLoadOp):
+            ring = owner.get(id(op.bars))
+            if ring is None:
+                raise fail(op, "a TMA copy completes on a barrier of no ring's full array")
+            for other in rings:
+                if other is not ring and op.buf in other.buffers:
+                    raise fail(op, f"buffer of ring {other.name} filled by ring {ring.name}")
+            if op.buf not in ring.buffers:
+                ring.buffers.append(op.buf)
+    for ring in rings:
+        for op in module.walk():
+            if isinstance(op, nvgpu.SmemStoreOp) and _stores_for(op, ring):
+                if op.buf not in ring.buffers:
+                    ring.buffers.append(op.buf)
+    paired = {id(r.full) for r in rings} | {id(r.empty) for r in rings}
+    for op in _barrier_ops(module):
+        if id(op.bars) not in paired:  # type: ignore[attr-defined]
+            raise fail(op, f"'{op.name}' on a barrier array that is no ring's ({aref.RING_ATTR})")
+    filled = {id(b) for r in rings for b in r.buffers}
+    for op in module.walk():
+        for buf, _ in _buffer_reads(op):
+            if id(buf) not in filled and not _is_staging(module, buf):
+                raise fail(op, f"'{op.name}' reads a buffer no ring copy or store fills")
+    for ring in rings:
+        for buf in ring.buffers:
+            if buf.type.slot_count != ring.depth:  # type: ignore[attr-defined]
+                raise fail(
+                    buf,
+                    f"buffer of ring {ring.name} has {buf.type.slot_count} slots, the ring "  # type: ignore[attr-defined]
+                    f"{ring.depth}",
+                )
+    return rings
+
+
+def _stores_for(op: nvgpu.SmemStoreOp, ring: Ring) -> bool:
+    """A store in a block that arrives on the ring's full barrier (a register payload)."""
+    block = op.parent_block()
+    return block is not None and any(
+        isinstance(o, nvgpu.MBarrierArriveOp) and o.bars == ring.full for o in block.ops
+    )
+
+
+def _is_staging(module: ModuleOp, buf: SSAValue) -> bool:
+    """A buffer written by the threads themselves (epilogue staging), not a ring's."""
+    return any(
+        isinstance(op, nvgpu.SmemStoreOp | nvgpu.FragmentStoreOp) and op.buf == buf
+        for op in module.walk()
+    )
+
+
+# ------------------------------------------------------------------------ inits and fence
+
+
+def check_inits(module: ModuleOp, rings: list[Ring], groups: list[Group]) -> dict[int, int]:
+    """Each array initialized once, before the groups, behind the init fence and a CTA
+    barrier; returns the init count of each array (by id)."""
+    order = {id(op): n for n, op in enumerate(module.walk())}
+    group_start = min(order[id(g.body.first_op)] for g in groups if g.body.first_op)
+    inside = {id(op) for g in groups for op in g.body.walk()}
+    counts: dict[int, int] = {}
+    last_init = -1
+    for op in module.walk():
+        if isinstance(op, nvgpu.MBarrierInitOp):
+            if id(op) in inside or order[id(op)] > group_start:
+                raise fail(op, "an mbarrier init after the warp groups started")
+            if id(op.bars) in counts:
+                raise fail(op, "a second init of the same barrier array")
+            counts[id(op.bars)] = op.count.value.data
+            last_init = max(last_init, order[id(op)])
+    for ring in rings:
+        for bars in (ring.full, ring.empty):
+            if id(bars) not in counts:
+                raise fail(bars, f"a barrier array of ring {ring.name} is never initialized")
+    fences = [
+        order[id(op)]
+        for op in module.walk()
+        if isinstance(op, nvgpu.FenceMBarrierInitOp) and last_init < order[id(op)] < group_start
+    ]
+    if not fences:
+        raise fail(rings[0].alloc, "no fence_mbarrier_init between the inits and the groups")
+    syncs = [
+        op
+        for op in module.walk()
+        if isinstance(op, nvgpu.CtaBarrierOp) and min(fences) < order[id(op)] < group_start
+    ]
+    if not syncs:
+        raise fail(rings[0].alloc, "no CTA barrier between the init fence and the groups")
+    return counts
+
+
+def check_outside(module: ModuleOp, rings: list[Ring], groups: list[Group]) -> None:
+    """Every barrier and slot op of a ring is inside a warp group."""
+    inside = {id(op) for g in groups for op in g.body.walk()}
+    bufs = {id(b) for r in rings for b in r.buffers}
+    barrier_ops = {id(op) for op in _barrier_ops(module)}
+    for op in module.walk():
+        touches = isinstance(op, nvgpu.TmaLoadOp | nvgpu.SmemStoreOp) and id(op.buf) in bufs
+        touches |= any(id(b) in bufs for b, _ in _buffer_reads(op))
+        if (touches or id(op) in barrier_ops) and id(op) not in inside:
+            raise fail(op, f"'{op.name}' of a ring outside every warp group")
+
+
+# --------------------------------------------------------------------------- the counters
+
+
+def _yield_of(block: Block, index: int) -> SSAValue:
+    last = block.last_op
+    if not isinstance(last, scf.YieldOp) or index >= len(last.operands):
+        raise ExtractionError("a loop or branch without a yield of its values")
+    return last.operands[index]
+
+
+def _plus_one(value: SSAValue, of: SSAValue) -> bool:
+    base, off = protocol.split_offset(value)
+    return base == of and off == 1
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A use counter of a loop: `value` = start + k + `ahead` in iteration k."""
+
+    value: SSAValue
+    start: SSAValue  # the tile's start (counter value before the loop)
+    init: SSAValue  # the loop's init operand (start, or the peeled copy's result)
+    ahead: int
+    loop: scf.ForOp | None
+    index: int  # which loop-carried value
+
+
+def _counter(base: SSAValue, loops: list[scf.ForOp], op: Operation) -> Counter:
+    """The counter `base` is, checked: a loop-carried value of the innermost loop incremented
+    by one (the lookahead's conditionally), starting at the tile's start (+1 after a peeled
+    first use); or `start + iv` in a loop from 0 by 1; or the tile's start outside any loop."""
+    if not loops:
+        start = _tile_start(base, [], op)
+        return Counter(base, start, start, 0, None, -1)
+    loop = loops[-1]
+    block = loop.body.block
+    affine = _affine_start(base, loop)
+    if affine is not None:
+        _tile_start(affine, loops[:-1], op, loop)
+        return Counter(base, affine, affine, 0, loop, -1)
+    if not (isinstance(base, BlockArgument) and base.block is block and base.index >= 1):
+        raise fail(op, f"'{op.name}': slot or parity is not built on its loop's use counter")
+    index = base.index - 1
+    step = _yield_of(block, index)
+    if not _plus_one(step, base) and not _lookahead_step(step, base):
+        raise fail(op, f"'{op.name}': its use counter is not incremented by one per iteration")
+    init = loop.iter_args[index]
+    ahead, start = 0, init
+    peeled = init.owner
+    if isinstance(peeled, scf.IfOp) and aref.is_peeled(peeled):
+        at = list(peeled.results).index(init)
+        then = _yield_of(peeled.true_region.blocks[0], at)
+        other = _yield_of(peeled.false_region.blocks[0], at)
+        if not _plus_one(then, other):
+            raise fail(peeled, "the peeled first use does not advance the counter by one")
+        ahead, start = 1, other
+    _tile_start(start, loops[:-1], op, loop)
+    return Counter(base, start, init, ahead, loop, index)
+
+
+def _counts_from_zero(loop: scf.ForOp) -> bool:
+    """The loop's induction variable is its iteration index (0 to ub by 1)."""
+    return protocol.constant_of(loop.lb) == 0 and protocol.constant_of(loop.step) == 1
+
+
+def _affine_start(value: SSAValue, loop: scf.ForOp) -> SSAValue | None:
+    """start when `value` is `start + iv` of a loop counting from 0 by 1."""
+    op = value.owner
+    iv = loop.body.block.args[0]
+    if not (isinstance(op, arith.AddiOp) and _counts_from_zero(loop)):
+        return None
+    for mine, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if mine == iv and not _inside(other, loop):
+            return other
+    return None
+
+
+def _inside(value: SSAValue, loop: Operation) -> bool:
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def _folded(value: SSAValue) -> int | None:
+    """The value of an i32 expression of constants (addi, subi, muli), else None."""
+    const = protocol.constant_of(value)
+    if const is not None:
+        return const
+    op = value.owner
+    kinds = {arith.AddiOp: int.__add__, arith.SubiOp: int.__sub__, arith.MuliOp: int.__mul__}
+    for kind, apply in kinds.items():
+        if isinstance(op, kind):
+            lhs, rhs = _folded(op.lhs), _folded(op.rhs)  # type: ignore[attr-defined]
+            return None if lhs is None or rhs is None else apply(lhs, rhs)
+    return None
+
+
+def _lookahead_step(step: SSAValue, base: SSAValue) -> bool:
+    """`step` is yielded by the lookahead `scf.if` as base + 1 (then) or base (else)."""
+    cond = step.owner
+    if not (isinstance(cond, scf.IfOp) and aref.stage_of(cond) == 0 and cond.false_region.blocks):
+        return False
+    at = list(cond.results).index(step)
+    then = _yield_of(cond.true_region.blocks[0], at)
+    other = _yield_of(cond.false_region.blocks[0], at)
+    return _plus_one(then, base) and other == base
+
+
+def _tile_start(
+    value: SSAValue, outer: list[scf.ForOp], op: Operation, inner: scf.ForOp | None = None
+) -> SSAValue:
+    """A tile's start: 0 outside every loop, else the counter of the enclosing loop, which
+    continues from tile to tile (its next value is what this tile's loop left), or the
+    tile's index times the trip count of `inner` (a loop from 0 by 1)."""
+    if not outer:
+        if _folded(value) != 0:
+            raise fail(op, f"'{op.name}': its use counter does not start at 0")
+        return value
+    loop = outer[-1]
+    block = loop.body.block
+    if inner is not None and len(outer) == 1 and _tile_times_trip(value, loop, inner):
+        return value
+    if not (isinstance(value, BlockArgument) and value.block is block and value.index >= 1):
+        raise fail(op, f"'{op.name}': its use counter restarts in every iteration of a loop")
+    nxt = _yield_of(block, value.index - 1)
+    if not (_plus_one(nxt, value) or _continues(nxt, value)):
+        raise fail(op, f"'{op.name}': the next tile does not continue this tile's use counter")
+    _tile_start(loop.iter_args[value.index - 1], outer[:-1], op)
+    return value
+
+
+def _tile_times_trip(value: SSAValue, tiles: scf.ForOp, inner: scf.ForOp) -> bool:
+    """`((t - lb) / step) * ub`: the uses of the tiles before this one, every tile running
+    `inner` (from 0 by 1 to the loop-invariant ub) once."""
+    mul = value.owner
+    if not (isinstance(mul, arith.MuliOp) and _counts_from_zero(inner)):
+        return False
+    for index, trip in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+        div, sub = index.owner, None
+        if isinstance(div, arith.DivSIOp | arith.DivUIOp) and _same(div.rhs, tiles.step):
+            sub = div.lhs.owner
+        if (
+            isinstance(sub, arith.SubiOp)
+            and sub.lhs == tiles.body.block.args[0]
+            and _same(sub.rhs, tiles.lb)
+            and _same(trip, inner.ub)
+            and not _inside(inner.ub, tiles)
+        ):
+            return True
+    return False
+
+
+def _continues(nxt: SSAValue, start: SSAValue) -> bool:
+    """`nxt` is the result of a loop whose counter started at `start` (directly or through
+    the peeled first use)."""
+    loop = nxt.owner
+    if not isinstance(loop, scf.ForOp):
+        return False
+    init = loop.iter_args[list(loop.results).index(nxt)]
+    if init == start:
+        return True
+    peeled = init.owner
+    if isinstance(peeled, scf.IfOp) and aref.is_peeled(peeled):
+        at = list(peeled.results).index(init)
+        return _yield_of(peeled.false_region.blocks[0], at) == start
+    return False
+
+
+# --------------------------------------------------------------------------- the walker
 
 
 def _is_slt(
@@ -197,91 +663,106 @@ def _is_slt(
     )
 
 
+def _same(a: SSAValue, b: SSAValue) -> bool:
+    return a == b or _expr(a) == _expr(b)
+
+
 def _lag_of(op: Operation) -> int:
     """The lag lower-aref wrote on an arrive (`tawa.lag`), 0 when unlagged."""
     attr = op.attributes.get(aref.LAG_ATTR)
     return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
 
-def _check_lag_guard(op: scf.IfOp, lag: int) -> None:
-    """A lagged release runs once L uses are held: `scf.if (x >= L)`."""
-    cond = op.cond.owner
-    if not (
-        isinstance(cond, arith.CmpiOp)
-        and cond.predicate.value.data in (5, 9)  # sge, uge
-        and protocol.constant_of(cond.rhs) == lag
-    ):
-        raise ExtractionError(
-            f"{op_location(op)}: a release lagged by {lag} is not guarded by `x >= {lag}`"
-        )
+def _drain_lag(loop: scf.ForOp) -> int:
+    attr = loop.attributes[aref.DRAIN_ATTR]
+    if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
+        raise fail(loop, f"{aref.DRAIN_ATTR} must be a lag >= 1")
+    return attr.value.data
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where a ring op is: its loops, the drain loop around it, its lag, in the lookahead."""
+
+    op: Operation
+    loops: list[scf.ForOp]
+    drain: scf.ForOp | None
+    lag: int
+    ahead: bool
+
+
+@dataclass
+class _Guard:
+    """An `scf.if` around ring ops the model knows: a lag guard, a lookahead, a thread."""
+
+    op: scf.IfOp
+    kind: str  # "lag" | "ahead" | "peeled" | "thread" | "reads"
+
+
+ROLE_STEPS = {
+    "producer": {("wait", "empty"), ("arrive", "full"), ("tma", ""), ("store", "")},
+    "consumer": {("wait", "full"), ("read", ""), ("arrive", "empty")},
+}
 
 
 class _GroupWalker:
     """Collect one group's steps for one ring."""
 
-    def __init__(
-        self,
-        full: SSAValue,
-        empty: SSAValue,
-        buffers: list[SSAValue],
-        order: dict[int, int] | None = None,
-    ):
-        self.full, self.empty, self.buffers = full, empty, buffers
-        self.order = order or {}
-        self.ahead = False
-        self.drain_pos = -1
+    def __init__(self, ring: Ring, group: Group, order: dict[int, int]):
+        self.ring, self.group, self.order = ring, group, order
         self.steps: list[Step] = []
-        self.loops: list[scf.ForOp] = []
-        self.drain = False
-        self.base: SSAValue | None = None
-        self.prologue: tuple[list[Step], scf.ForOp, list[scf.ForOp]] | None = None
+        self.ops: list[tuple[Operation, Step, list[scf.ForOp]]] = []  # each step's op, loops
+        self.loops: list[scf.ForOp] | None = None
+        self.drains: list[tuple[Operation, Step]] = []
+        self.prologue: list[Step] = []
+        self.prologue_loop: scf.ForOp | None = None
         self.lookahead: scf.ForOp | None = None
-        self.drain_lags: list[tuple[scf.ForOp, int]] = []  # each drain loop and its lag
-        self.drained = 0  # releases seen in drain loops
+        self.guards: list[_Guard] = []
 
-    def bar_name(self, bars: SSAValue) -> str | None:
-        return "full" if bars == self.full else "empty" if bars == self.empty else None
+    # -- walking
 
-    def walk(self, block: Block, loops: list[scf.ForOp], in_drain: bool) -> None:
+    def walk(self, block: Block, loops: list[scf.ForOp], drain: scf.ForOp | None) -> None:
         ops = list(block.ops)
         for n, op in enumerate(ops):
             if isinstance(op, scf.ForOp) and aref.DRAIN_ATTR in op.attributes:
-                before = self.drained
-                self.walk(op.body.block, [*loops, op], True)
-                if self.drained > before:
-                    self.drain_lags.append((op, _drain_lag(op)))
+                self.walk(op.body.block, loops, op)
             elif isinstance(op, scf.ForOp):
-                self.walk(op.body.block, [*loops, op], in_drain)
+                self.walk(op.body.block, [*loops, op], drain)
             elif isinstance(op, scf.IfOp):
-                self.walk_if(op, ops[n + 1 :], loops, in_drain)
-            else:
-                self.visit(op, loops, in_drain, block)
+                self.walk_if(op, ops[n + 1 :], loops, drain)
+            elif op.regions:
+                if any(self.touches(inner) for inner in op.walk()):
+                    raise fail(op, f"ring ops inside '{op.name}' (not modelled)")
+            elif self.touches(op):
+                self.visit(op, loops, drain)
 
-    def walk_if(
-        self, op: scf.IfOp, after: list[Operation], loops: list[scf.ForOp], in_drain: bool
-    ) -> None:
-        """Guards, read from the schedule data: the lag guard of lagged releases (then-block
-        only), the peeled stage 0 (`tawa.peeled`, under `lb < ub` of the loop after it) and
-        the in-loop stage 0 (`tawa.stage = 0`, under `iv + step < ub`): together
-        `1 + (N - 1)` = N uses for N >= 1, none for N = 0. Any other guard around ring ops is
-        refused (its trip count is unknown), and so is a guard that disagrees with its data."""
+    def walk_if(self, op: scf.IfOp, after: list[Operation], loops: list[scf.ForOp], drain) -> None:
+        """Guards, read from the schedule data (module docstring); any other guard around
+        ring ops is refused, and so is a guard that disagrees with its data."""
         then_block = op.true_region.blocks[0]
-        loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
+        self.no_ring_ops(op)
+        touched = [inner for inner in then_block.walk() if self.touches(inner)]
+        if not touched:
+            return
+        if all(_buffer_reads(inner) for inner in touched):
+            # Reads alone may be conditional: a read that does not happen reads nothing.
+            self.guards.append(_Guard(op, "reads"))
+            self.walk(then_block, loops, drain)
+            self.guards.pop()
+            return
         if aref.is_peeled(op):
-            if loop is None or not _is_slt(op.cond, loop.lb, loop.ub):
-                raise ExtractionError(
-                    f"{op_location(op)}: a peeled stage is not guarded by `lb < ub` of the "
-                    "loop after it"
-                )
+            loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
+            if loop is None or drain is not None or not _is_slt(op.cond, loop.lb, loop.ub):
+                raise fail(op, "a peeled stage is not guarded by `lb < ub` of the loop after it")
             saved, self.steps = self.steps, []
-            saved_loops = self.loops
-            self.walk(then_block, loops, in_drain)
-            peeled, self.steps, self.loops = self.steps, saved, saved_loops
-            if peeled:
-                if in_drain:
-                    raise ExtractionError(f"{op_location(op)}: ring ops after the ring's main loop")
-                self.prologue = (peeled, loop, loops)
-            self._no_ring_ops(op.false_region.blocks, op)
+            saved_ops, saved_loops, self.ops = self.ops, self.loops, []
+            self.guards.append(_Guard(op, "peeled"))
+            self.walk(then_block, loops, drain)
+            self.guards.pop()
+            peeled, self.steps, self.ops, self.loops = self.steps, saved, saved_ops, saved_loops
+            if self.prologue:
+                raise fail(op, "a second peeled stage of the same ring")
+            self.prologue, self.prologue_loop = peeled, loop
             return
         if aref.stage_of(op) == 0:
             if not loops or not _is_slt(
@@ -290,289 +771,497 @@ class _GroupWalker:
                 loops[-1].ub,
                 iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step),
             ):
-                raise ExtractionError(
-                    f"{op_location(op)}: a stage-0 lookahead is not guarded by `iv + step < ub`"
-                )
-            before = len(self.steps)
-            self.ahead = True
-            self.walk(then_block, loops, in_drain)
-            self.ahead = False
-            if len(self.steps) > before:
-                self.lookahead = loops[-1]
-            self._no_ring_ops(op.false_region.blocks, op)
+                raise fail(op, "a stage-0 lookahead is not guarded by `iv + step < ub`")
+            self.lookahead = loops[-1]
+            self.guards.append(_Guard(op, "ahead"))
+            self.walk(then_block, loops, drain)
+            self.guards.pop()
             return
-        before, drained = len(self.steps), self.drain
-        self.walk(then_block, loops, in_drain)
+        if self.group.threads > 1 and is_thread_guard(op.cond):
+            self.guards.append(_Guard(op, "thread"))
+            self.walk(then_block, loops, drain)
+            self.guards.pop()
+            return
+        self.guards.append(_Guard(op, "lag"))
+        before = len(self.steps)
+        self.walk(then_block, loops, drain)
+        self.guards.pop()
         guarded = self.steps[before:]
-        lags = {st.lag for st in guarded}
-        if self.drain != drained or (guarded and (0 in lags or len(lags) != 1)):
-            raise ExtractionError(
-                f"{op_location(op)}: ring ops under a guard the verifier does not model"
-            )
-        if guarded:
-            _check_lag_guard(op, lags.pop())
-        self._no_ring_ops(op.false_region.blocks, op)
+        if not guarded or any(not st.lag or st.kind != "arrive" for st in guarded):
+            raise fail(op, "ring ops under a guard the verifier does not model")
 
-    def _no_ring_ops(self, blocks, op: Operation) -> None:
-        for b in blocks:
+    def no_ring_ops(self, op: scf.IfOp) -> None:
+        for b in op.false_region.blocks:
             for inner in b.walk():
-                if self.step_of(inner, b) is not None:
-                    raise ExtractionError(f"{op_location(op)}: ring ops in an else-branch")
+                if self.touches(inner):
+                    raise fail(op, "ring ops in an else-branch")
 
-    def finish(self) -> None:
-        """Check the lookahead shape: the peeled prologue does exactly what the loop body does,
-        before the loop whose later iterations repeat it under `iv + step < ub`."""
-        if self.prologue is None and self.lookahead is None:
-            return
-        if self.prologue is None or self.lookahead is None:
-            where = self.steps[0].loc if self.steps else "<unknown>"
-            raise ExtractionError(
-                f"{where}: a peeled prologue and a lookahead guard come in pairs (N uses)"
-            )
-        peeled, loop, outer = self.prologue
-        if loop is not self.lookahead or self.loops != [*outer, loop]:
-            raise ExtractionError(
-                f"{peeled[0].loc}: the peeled prologue belongs to another loop than the lookahead"
-            )
-
-        def shape(st: Step) -> tuple:
-            return (
-                st.kind,
-                st.barrier,
-                st.slot_mod,
-                st.parity_off,
-                st.parity_div,
-                st.parity_flip,
-                st.tx,
-                st.buffer,
-                st.lag,
-                st.slot_off - st.bar_slot_off,
-            )
-
-        if [shape(x) for x in peeled] != [shape(x) for x in self.steps]:
-            raise ExtractionError(
-                f"{peeled[0].loc}: the peeled prologue's ring ops differ from the loop body's"
-            )
-
-    def visit(self, op: Operation, loops: list[scf.ForOp], in_drain: bool, block: Block) -> None:
-        step = self.step_of(op, block)
-        if step is None:
-            return
-        if in_drain:
-            if step.kind != "arrive" or step.barrier != "empty" or step.lag:
-                raise ExtractionError(
-                    f"{op_location(op)}: only unlagged releases may be drained after the "
-                    "ring's main loop"
-                )
-            if not self.steps:
-                raise ExtractionError(f"{op_location(op)}: a drain before the ring's main loop")
-            self.drain = True
-            self.drained += 1
-            self.drain_pos = max(self.drain_pos, step.pos)
-            return
-        if self.loops and loops != self.loops:
-            raise ExtractionError(
-                f"{op_location(op)}: the ring's ops of one group must share one loop body"
-            )
-        self.loops = loops
-        self.steps.append(step)
-
-    def step_of(self, op: Operation, block: Block) -> Step | None:
-        step = self._step_of(op, block)
-        if step is None:
-            return None
-        return replace(step, pos=self.order.get(id(op), -1), ahead=self.ahead)
-
-    def _step_of(self, op: Operation, block: Block) -> Step | None:
-        loc, text = op_location(op), _text(op)
-        lag = _lag_of(op)
+    def touches(self, op: Operation) -> bool:
+        ring = self.ring
         if isinstance(
             op, nvgpu.MBarrierWaitOp | nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp
         ):
-            bar = self.bar_name(op.bars)
-            if bar is None:
-                return None
-            off, mod, base = _slot_of(op, op.slot, self.base)
-            if lag and (not isinstance(op, nvgpu.MBarrierArriveOp) or off != -lag):
-                raise ExtractionError(
-                    f"{op_location(op)}: '{op.name}' with {aref.LAG_ATTR} = {lag} does not "
-                    f"release slot `(use - {lag}) mod D`"
-                )
-            off += lag
-            self.check_base(op, base, lag)
+            return op.bars in (ring.full, ring.empty)
+        if isinstance(op, nvgpu.TmaLoadOp | nvgpu.SmemStoreOp):
+            return op.buf in ring.buffers
+        return any(buf in ring.buffers for buf, _ in _buffer_reads(op))
+
+    # -- one op
+
+    def visit(self, op: Operation, loops: list[scf.ForOp], drain: scf.ForOp | None) -> None:
+        at = _At(op, loops, drain, _lag_of(op), self.in_kind("ahead") is not None)
+        for step, level in self.steps_of(at):
+            if (step.kind, step.barrier) not in ROLE_STEPS[self.group.role]:
+                what = f"{step.kind} on {step.barrier}" if step.barrier else step.kind
+                raise fail(op, f"a {self.group.role} does {what} of ring {self.ring.name}")
+            if drain is not None:
+                if step.slot_off:
+                    raise fail(op, "a drained release of another slot than its use's")
+                self.drains.append((op, step))
+                continue
+            if _repeats(step, self.steps):
+                continue  # the phase waited for cannot move before this group moves on
+            if self.in_kind("peeled") is not None:
+                self.steps.append(step)
+                continue
+            if self.loops is not None and loops[:level] != self.loops:
+                raise fail(op, "the ring's ops of one group must share one loop body")
+            self.loops = loops[:level]
+            self.steps.append(step)
+            self.ops.append((op, step, loops))
+
+    def thread_guarded(self) -> bool:
+        return self.in_kind("thread") is not None
+
+    def in_kind(self, kind: str) -> _Guard | None:
+        return next((g for g in reversed(self.guards) if g.kind == kind), None)
+
+    def one_thread(self, op: Operation) -> None:
+        """At the thread level an arrive or a copy runs in one thread of each warpgroup."""
+        if self.group.threads > 1 and not self.thread_guarded():
+            raise fail(
+                op,
+                f"'{op.name}' by all {self.group.threads} threads of each warpgroup: the init "
+                "counts expect one arrival or copy per warpgroup (guard it by one thread)",
+            )
+
+    def steps_of(self, at: _At) -> list[tuple[Step, int]]:
+        """The steps of one op, each with the number of loops it belongs to."""
+        op = at.op
+        if at.lag and not isinstance(op, nvgpu.MBarrierArriveOp):
+            raise fail(op, f"'{op.name}' carries {aref.LAG_ATTR} (only releases lag)")
+        if at.lag and (self.in_kind("lag") is None or at.drain is not None):
+            raise fail(op, f"a release lagged by {at.lag} outside its lag guard")
+        guard = self.in_kind("lag")
+        if not at.lag and guard is not None:
+            raise fail(guard.op, "ring ops under a guard the verifier does not model")
+        common = {
+            "loc": op_location(op), "text": _text(op), "pos": self.order.get(id(op), -1),
+            "ahead": at.ahead, "lag": at.lag,
+        }  # fmt: skip
+        depth = self.ring.depth
+        if isinstance(
+            op, nvgpu.MBarrierWaitOp | nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp
+        ):
+            bar = "full" if op.bars == self.ring.full else "empty"
+            off, base, level = self.slot(op.slot, at)
+            if at.lag and off != 0:
+                raise fail(
+                    op, f"'{op.name}' with {aref.LAG_ATTR} = {at.lag} does not release slot "
+                    f"`(use - {at.lag}) mod D`",
+                )  # fmt: skip
+            if at.lag:
+                self.check_lag_guard(base, at)
             if isinstance(op, nvgpu.MBarrierWaitOp):
                 par = protocol.match_parity(op.parity)
-                if par is None:
-                    raise ExtractionError(
-                        f"{op_location(op)}: parity is not `((i + c) div D) & 1 [^ 1]`"
+                if par is None or par.base != base:
+                    raise fail(
+                        op, "parity is not `((i + c) div D) & 1 [^ 1]` of the slot's counter"
                     )
-                return Step(
-                    "wait",
-                    bar,
-                    off,
-                    mod,
-                    par.offset + lag,
-                    par.divisor,
-                    par.flip,
-                    loc=loc,
-                    text=text,
-                    lag=lag,
-                )
+                if par.divisor != depth:
+                    raise fail(op, f"parity divides by {par.divisor}; the ring is {depth} deep")
+                poff = self.normalize(par.offset, base, at, 2)[0]
+                wait = Step("wait", bar, off, depth, poff, depth, par.flip, **common)
+                return [(wait, level)]
+            self.one_thread(op)
             tx = op.tx_bytes.value.data if isinstance(op, nvgpu.MBarrierArriveExpectTxOp) else 0
-            return Step("arrive", bar, off, mod, tx=tx, loc=loc, text=text, lag=lag)
-        if isinstance(op, nvgpu.TmaLoadOp) and op.bars == self.full:
-            off, mod, base = _slot_of(op, op.slot, self.base)
-            boff, bmod, _ = _slot_of(op, op.bar_slot, self.base)
-            assert isinstance(op.buf.type, nvgpu.SmemType)
-            return Step(
-                "tma",
-                "",
-                off,
-                mod,
-                tx=op.buf.type.slot_bytes(),
-                buffer=self.buffers.index(op.buf),
-                bar_slot_off=boff,
-                loc=loc,
-                text=text,
-            )
-        if isinstance(op, nvgpu.SmemLoadOp | nvgpu.SmemStoreOp) and op.buf in self.buffers:
-            off, mod, base = _slot_of(op, op.slot, self.base)
-            kind = "read" if isinstance(op, nvgpu.SmemLoadOp) else "store"
-            return Step(kind, "", off, mod, buffer=self.buffers.index(op.buf), loc=loc, text=text)
-        return None
+            return [(Step("arrive", bar, off, depth, tx=tx, **common), level)]
+        if isinstance(op, nvgpu.TmaLoadOp):
+            self.one_thread(op)
+            off, _, level = self.slot(op.slot, at)
+            boff, _, _ = self.slot(op.bar_slot, at)
+            tx = op.buf.type.slot_bytes()  # type: ignore[attr-defined]
+            buffer = self.ring.buffers.index(op.buf)
+            tma = Step("tma", "", off, depth, tx=tx, buffer=buffer, bar_slot_off=boff, **common)
+            return [(tma, level)]
+        if isinstance(op, nvgpu.SmemStoreOp):
+            off, _, level = self.slot(op.slot, at)
+            buffer = self.ring.buffers.index(op.buf)
+            return [(Step("store", "", off, depth, buffer=buffer, **common), level)]
+        if self.thread_guarded() and self.group.role == "consumer":
+            raise fail(op, f"'{op.name}' reads a slot in one thread only")
+        out = []
+        for buf, slot in _buffer_reads(op):
+            if buf in self.ring.buffers:
+                off, _, level = self.slot(slot, at, read=True)
+                buffer = self.ring.buffers.index(buf)
+                out.append((Step("read", "", off, depth, buffer=buffer, **common), level))
+        return out
 
-    def check_base(self, op: Operation, base: SSAValue, lag: int) -> None:
-        """Every step of a body counts uses with the same counter (up to the lag's offset)."""
-        if lag:
-            base, _ = protocol.split_offset(base)
-        if self.base is None:
-            self.base = base
+    def slot(self, value: SSAValue, at: _At, read: bool = False) -> tuple[int, SSAValue, int]:
+        """The slot offset relative to the step's use, the counter it is built on and the
+        number of loops the step belongs to."""
+        op = at.op
+        expr = protocol.match_slot(value)
+        if expr is None:
+            raise fail(op, f"slot of '{op.name}' is not `(i + c) mod D`")
+        if expr.modulus != self.ring.depth:
+            raise fail(
+                op, f"slot of '{op.name}' is taken mod {expr.modulus}; the ring is "
+                f"{self.ring.depth} deep",
+            )  # fmt: skip
+        off, level = self.normalize(expr.offset, expr.base, at, 1, read)
+        return off, expr.base, level
 
+    def normalize(
+        self, offset: int, base: SSAValue, at: _At, turns: int, read: bool = False
+    ) -> tuple[int, int]:
+        """`offset` relative to the use the step acts on, reduced to `turns` ring turns
+        (exact: the expression's argument is checked non-negative), and the step's level."""
+        op = at.op
+        level = len(at.loops)
+        if at.drain is not None:
+            if base != at.drain.body.block.args[0]:
+                raise fail(op, "a drained release is not built on the drain loop's index")
+            shift = low = 0
+        else:
+            counter, level = self.counter_for(base, at, read)
+            if counter.ahead and not at.ahead:
+                raise fail(op, f"'{op.name}' uses the lookahead's counter outside the lookahead")
+            if at.ahead and not counter.ahead:
+                raise fail(op, f"'{op.name}' in the lookahead does not count one use ahead")
+            shift = at.lag  # the step acts on use k - lag (the lookahead's: k + 1)
+            low = counter.ahead + at.lag  # the counter's least value where the op runs
+        if offset + low < 0:
+            raise fail(op, f"the slot or parity argument of '{op.name}' can be negative")
+        return (offset + shift) % (turns * self.ring.depth), level
 
-def _drain_lag(loop: scf.ForOp) -> int:
-    attr = loop.attributes[aref.DRAIN_ATTR]
-    if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
-        raise ExtractionError(f"{op_location(loop)}: {aref.DRAIN_ATTR} must be a lag >= 1")
-    return attr.value.data
+    def counter_for(self, base: SSAValue, at: _At, read: bool) -> tuple[Counter, int]:
+        """The counter a step's expression is built on, and the step's level: a read
+        repeated in a deeper loop (a wgmma reading a tile's slot in every iteration) reads
+        the use of the loop level its counter counts."""
+        if self.in_kind("peeled") is not None:
+            start = _tile_start(base, at.loops, at.op)
+            return Counter(base, start, start, 0, None, -1), len(at.loops)
+        if not read:
+            return _counter(base, at.loops, at.op), len(at.loops)
+        for depth in range(len(at.loops) - 1, -1, -1):
+            try:
+                return _counter(base, at.loops[:depth], at.op), depth
+            except ExtractionError:
+                continue
+        return _counter(base, at.loops, at.op), len(at.loops)
 
-
-def _ring_buffers(module: ModuleOp, full: SSAValue) -> list[SSAValue]:
-    bufs: list[SSAValue] = []
-    for op in module.walk():
-        if isinstance(op, nvgpu.TmaLoadOp) and op.bars == full and op.buf not in bufs:
-            bufs.append(op.buf)
-    return bufs
-
-
-def _store_buffers(module: ModuleOp, full: SSAValue, empty: SSAValue) -> list[SSAValue]:
-    """Buffers stored by threads in a block that arrives on `full` (register payloads)."""
-    bufs: list[SSAValue] = []
-    for op in module.walk():
-        if isinstance(op, nvgpu.MBarrierArriveOp) and op.bars == full and op.parent_block():
-            for other in op.parent_block().ops:
-                if isinstance(other, nvgpu.SmemStoreOp) and other.buf not in bufs:
-                    bufs.append(other.buf)
-    return bufs
-
-
-def _init_count(module: ModuleOp, bars: SSAValue) -> int:
-    for op in module.walk():
-        if isinstance(op, nvgpu.MBarrierInitOp) and op.bars == bars:
-            return op.count.value.data
-    raise ExtractionError(f"{op_location(bars.owner)}: mbarrier array is never initialized")
-
-
-def _empty_partner(module: ModuleOp, full: SSAValue) -> SSAValue:
-    """The barrier array the producer waits on last before it arrives on `full`."""
-    for op in module.walk():
-        if isinstance(op, nvgpu.MBarrierArriveOp | nvgpu.MBarrierArriveExpectTxOp) and (
-            op.bars == full
+    def check_lag_guard(self, base: SSAValue, at: _At) -> None:
+        """A lagged release runs once `lag` uses are held: `scf.if (counter - init >= lag)`."""
+        guard = self.in_kind("lag")
+        assert guard is not None
+        lag = at.lag
+        counter = _counter(protocol.split_offset(base)[0], at.loops, at.op)
+        cond = guard.op.cond.owner
+        if not (
+            isinstance(cond, arith.CmpiOp)
+            and cond.predicate.value.data in (5, 9)  # sge, uge
+            and protocol.constant_of(cond.rhs) == lag
         ):
-            prev = op.prev_op
-            while prev is not None:
-                if isinstance(prev, nvgpu.MBarrierWaitOp) and prev.bars != full:
-                    return prev.bars
-                prev = prev.prev_op
-    raise ExtractionError(f"{op_location(full.owner)}: no producer waits before arriving on it")
+            raise fail(guard.op, f"a release lagged by {lag} is not guarded by `x >= {lag}`")
+        held = cond.lhs
+        sub = held.owner
+        ok = isinstance(sub, arith.SubiOp) and sub.lhs == counter.value and sub.rhs == counter.init
+        ok |= held == counter.value and _folded(counter.init) == 0
+        loop = at.loops[-1] if at.loops else None
+        ok |= loop is not None and held == loop.body.block.args[0] and _counts_from_zero(loop)
+        if not ok:
+            raise fail(guard.op, "the lag guard does not count the uses of the release's counter")
+
+    # -- after the walk
+
+    def finish(self) -> None:
+        """The lookahead shape, the drains and, at the nvgpu level, the wgmma retirements."""
+        loops = self.loops or []
+        if self.prologue or self.lookahead is not None:
+            if not self.prologue or self.lookahead is None:
+                where = self.steps[0].loc if self.steps else "<unknown>"
+                raise ExtractionError(
+                    f"{where}: a peeled prologue and a lookahead guard come in pairs (N uses)"
+                )
+            if (
+                not loops
+                or self.prologue_loop is not self.lookahead
+                or loops[-1] is not self.lookahead
+            ):
+                raise ExtractionError(
+                    f"{self.prologue[0].loc}: the peeled prologue belongs to another loop than "
+                    "the lookahead"
+                )
+            if [_shape(x) for x in self.prologue] != [_shape(x) for x in self.steps]:
+                raise ExtractionError(
+                    f"{self.prologue[0].loc}: the peeled prologue's ring ops differ from the "
+                    "loop body's"
+                )
+        self.check_drains(loops)
+
+    def check_drains(self, loops: list[scf.ForOp]) -> None:
+        lag = max((st.lag for st in self.steps), default=0)
+        if not self.drains:
+            if lag:
+                raise fail(self.ops[-1][0], f"releases lagged by {lag} are never drained")
+            return
+        if not lag or not loops:
+            raise fail(self.drains[0][0], "a drain of a ring whose releases do not lag")
+        drain_loops = []
+        for op, step in self.drains:
+            if step.kind != "arrive" or step.barrier != "empty":
+                raise fail(op, "only releases may be drained after the ring's main loop")
+            loop = op.parent_op()
+            while not (isinstance(loop, scf.ForOp) and aref.DRAIN_ATTR in loop.attributes):
+                loop = loop.parent_op()  # type: ignore[union-attr]
+            if loop not in drain_loops:
+                drain_loops.append(loop)
+        if len(drain_loops) != 1 or len(self.drains) != 1:
+            raise fail(self.drains[-1][0], "the lagged releases are drained more than once")
+        self.check_drain_bounds(drain_loops[0], lag, loops)
+
+    def check_drain_bounds(self, drain: scf.ForOp, lag: int, loops: list[scf.ForOp]) -> None:
+        """`scf.for %j = max(end - L, start) to end step 1`, end the main loop's counter."""
+        if _drain_lag(drain) != lag:
+            raise fail(
+                drain, f"drain of lag {_drain_lag(drain)} after a loop whose releases lag by {lag}"
+            )
+        release = next(op for op, st, _ in self.ops if st.lag)
+        base, _ = protocol.split_offset(protocol.match_slot(release.slot).base)  # type: ignore[attr-defined, union-attr]
+        counter = _counter(base, loops, release)
+        end = drain.ub
+        if counter.index >= 0:
+            ok = end == loops[-1].results[counter.index]
+        else:  # `start + iv`: the loop ends at start + ub
+            add = end.owner
+            ok = isinstance(add, arith.AddiOp) and {add.lhs, add.rhs} == {
+                counter.start,
+                loops[-1].ub,
+            }
+        low = drain.lb.owner
+        ok &= protocol.constant_of(drain.step) == 1
+        ok &= isinstance(low, arith.MaxSIOp) and low.rhs == counter.init
+        if ok:
+            sub = low.lhs.owner  # type: ignore[union-attr]
+            ok = isinstance(sub, arith.SubiOp) and sub.lhs == end
+            ok &= protocol.constant_of(sub.rhs) == lag  # type: ignore[union-attr]
+        if not ok:
+            raise fail(
+                drain,
+                f"the drain does not release the last {lag} uses `[max(end - {lag}, start), end)`",
+            )
+        if self.order.get(id(drain), -1) < max(self.order.get(id(o), -1) for o, _, _ in self.ops):
+            raise fail(drain, "a drain before the ring's main loop")
+
+
+def _repeats(step: Step, steps: list[Step]) -> bool:
+    """`step` is a wait for the same phase as the group's step right before it."""
+    if step.kind != "wait" or not steps:
+        return False
+    last = steps[-1]
+    return replace(last, loc=step.loc, text=step.text, pos=step.pos) == step
+
+
+def _shape(st: Step) -> tuple:
+    return (
+        st.kind, st.barrier, st.slot_mod, st.parity_off, st.parity_div, st.parity_flip,
+        st.tx, st.buffer, st.lag, st.slot_off - st.bar_slot_off,
+    )  # fmt: skip
+
+
+# -------------------------------------------------------------------- wgmma retirement
+
+
+def _span(op: Operation, order: dict[int, int]) -> tuple[int, int]:
+    inner = [order[id(o)] for o in op.walk() if id(o) in order]
+    return min(inner), max(inner)
+
+
+def _count(flat: list[Operation], lo: int, hi: int, kind: type) -> int:
+    return sum(isinstance(op, kind) for op in flat[lo + 1 : hi])
+
+
+def _last_wait(flat: list[Operation], lo: int, hi: int) -> tuple[int, int] | None:
+    """(position, pending) of the last wgmma_wait_group strictly between lo and hi."""
+    for n in range(hi - 1, lo, -1):
+        op = flat[n]
+        if isinstance(op, nvgpu.WgmmaWaitGroupOp):
+            return n, op.pending.value.data
+    return None
+
+
+def _check_retired(walker: _GroupWalker, flat: list[Operation], order: dict[int, int]) -> None:
+    """A release of a slot comes after a wait_group that retired every wgmma reading it."""
+    reads = [
+        (op, loops)
+        for op, st, loops in walker.ops
+        if st.kind == "read" and isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp)
+    ]
+    releases = [(op, st, loops) for op, st, loops in walker.ops if st.kind == "arrive"]
+    releases += [(op, st, walker.loops or []) for op, st in walker.drains]
+    if not reads or walker.group.role != "consumer":
+        return
+    for release, step, loops in releases:
+        at = order[id(release)]
+        for read, read_loops in reads:
+            _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
+
+
+def _check_read_retired(read, read_loops, release, step, loops, at, flat, order) -> None:
+    here = order[id(read)]
+    commit = next(
+        (n for n in range(here + 1, len(flat)) if isinstance(flat[n], nvgpu.WgmmaCommitGroupOp)),
+        None,
+    )
+    why = f"'{release.name}' releases a slot a wgmma may still read ({op_location(read)})"
+    inner = read_loops[-1] if read_loops else None
+    drained = any(
+        isinstance(o, scf.ForOp) and aref.DRAIN_ATTR in o.attributes for o in _ancestors(release)
+    )
+    if inner is not None and (drained or inner not in _ancestors(release)):
+        # The read's loop ended before the release: wait after the loop's end.
+        _, end = _span(inner, order)
+        if at < end:
+            return  # the release precedes the loop: another use
+        wait = _last_wait(flat, end, at)
+        if wait is None or wait[1] > _count(flat, end, wait[0], nvgpu.WgmmaCommitGroupOp):
+            raise fail(release, why)
+        return
+    if commit is None:
+        raise fail(read, f"'{read.name}' is never committed")
+    if step.lag:
+        body = inner.body.block  # type: ignore[union-attr]
+        if _retired_in_its_iteration(body, commit, flat, order):
+            return
+        start, _ = _span(inner, order)  # type: ignore[arg-type]
+        wait = _last_wait(flat, start, at)
+        per_iteration = sum(isinstance(o, nvgpu.WgmmaCommitGroupOp) for o in body.ops)
+        if wait is None:
+            raise fail(release, why)
+        before = sum(
+            isinstance(o, nvgpu.WgmmaCommitGroupOp) and order[id(o)] < wait[0] for o in body.ops
+        )
+        if per_iteration < 1 or wait[1] > (step.lag - 1) * per_iteration + before:
+            raise fail(release, why)
+        return
+    if here > at:
+        return  # read after the release in program order: the model sees the order
+    wait = _last_wait(flat, commit, at)
+    if (
+        wait is None
+        or commit > at
+        or wait[1] > _count(flat, commit, wait[0], nvgpu.WgmmaCommitGroupOp)
+    ):
+        raise fail(release, why)
+
+
+def _retired_in_its_iteration(
+    body: Block, commit: int, flat: list[Operation], order: dict[int, int]
+) -> bool:
+    """A wait_group of the loop body itself (run every iteration) after the read's commit
+    retires it before the iteration ends: then any later release of the slot is safe."""
+    for op in body.ops:
+        if isinstance(op, nvgpu.WgmmaWaitGroupOp) and order[id(op)] > commit:
+            newer = sum(
+                isinstance(o, nvgpu.WgmmaCommitGroupOp) and commit < order[id(o)] < order[id(op)]
+                for o in body.ops
+            )
+            return op.pending.value.data <= newer
+    return False
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    out = []
+    parent = op.parent_op()
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent_op()
+    return out
+
+
+# --------------------------------------------------------------------------- extraction
 
 
 def extract(module: ModuleOp) -> list[RingProtocolModel]:
     """One model per ring of the module."""
-    rings = []
-    for alloc in module.walk():
-        if not (isinstance(alloc, nvgpu.MBarrierAllocOp) and aref.RING_ATTR in alloc.attributes):
+    rings = find_rings(module)
+    if not rings:
+        return []
+    groups = kernel_groups(module, [r.full for r in rings])
+    check_outside(module, rings, groups)
+    counts = check_inits(module, rings, groups)
+    return [_ring_model(ring, groups, counts) for ring in rings]
+
+
+def _ring_model(ring: Ring, groups: list[Group], counts: dict[int, int]) -> RingProtocolModel:
+    actors = []
+    for group in groups:
+        flat = list(group.body.walk())
+        order = {id(op): n for n, op in enumerate(flat)}
+        walker = _GroupWalker(ring, group, order)
+        walker.walk(group.body, [], None)
+        if not walker.steps:
+            if walker.prologue or walker.drains:
+                raise fail(group.op, f"ring {ring.name}: ring ops outside the group's loop")
             continue
-        attr = alloc.attributes[aref.RING_ATTR]
-        assert isinstance(attr, DictionaryAttr)
-        cert = {k: v.value.data for k, v in attr.data.items() if isinstance(v, IntegerAttr)}
-        name = attr.data["name"].data  # type: ignore[union-attr]
-        full = alloc.bars
-        empty = _empty_partner(module, full)
-        buffers = _ring_buffers(module, full) + [
-            b for b in _store_buffers(module, full, empty) if b not in _ring_buffers(module, full)
-        ]
-        actors = []
-        groups = [op for op in module.walk() if isinstance(op, aref.GroupOp)]
-        for g, group in enumerate(groups):
-            order = {id(op): n for n, op in enumerate(group.body.walk())}
-            walker = _GroupWalker(full, empty, buffers, order)
-            walker.walk(group.body.block, [], False)
-            walker.finish()
-            lag = max((st.lag for st in walker.steps), default=0)
-            for loop, drained in walker.drain_lags:
-                if drained != lag:
-                    raise ExtractionError(
-                        f"{op_location(loop)}: drain of lag {drained} after a loop whose "
-                        f"releases lag by {lag}"
-                    )
-            if walker.steps:
-                role = str(group.role.data)
-                actor = Actor(
-                    f"{role}#{len(actors)}",
-                    role,
-                    group.num_warpgroups,
-                    walker.steps,
-                    _trip_key(walker.loops),
-                    walker.drain,
-                    g,
-                    walker.prologue[0] if walker.prologue else [],
-                    len(walker.loops),
-                    walker.drain_pos,
-                )
-                actors.append(actor)
-        producers = [a for a in actors if a.role == "producer"]
-        consumers = [a for a in actors if a.role == "consumer"]
-        if len(producers) != 1 or not consumers:
-            raise ExtractionError(
-                f"{op_location(alloc)}: ring {name} needs one producer and consumers"
-            )
-        producer = producers[0]
-        producer.name = "producer"
-        for k, c in enumerate(consumers):
-            c.name = "consumer" if len(consumers) == 1 else f"consumer{k}"
-        deltas = {}
-        for c in consumers:
-            delta = trip_difference(producer.trip, c.trip)
-            if delta is None:
-                raise ExtractionError(
-                    f"{c.steps[0].loc}: cannot relate the trip count of {c.name}'s loop to the "
-                    "producer's (different expressions)"
-                )
-            deltas[c.name] = delta
-        rings.append(
-            RingProtocolModel(
-                name,
-                alloc.bars.type.num_barriers,  # type: ignore[union-attr]
-                _init_count(module, full),
-                _init_count(module, empty),
-                producer,
-                consumers,
-                cert,
-                deltas,
-                op_location(alloc),
+        walker.finish()
+        if group.threads > 1:
+            _check_retired(walker, flat, order)
+        loops = walker.loops or []
+        actors.append(
+            Actor(
+                f"{group.role}#{len(actors)}",
+                group.role,
+                group.count,
+                walker.steps,
+                _trip_key(loops),
+                bool(walker.drains),
+                group.index,
+                walker.prologue,
+                len(loops),
+                max((st.pos for _, st in walker.drains), default=-1),
             )
         )
-    return rings
+    producers = [a for a in actors if a.role == "producer"]
+    consumers = [a for a in actors if a.role == "consumer"]
+    if len(producers) != 1 or not consumers:
+        raise fail(ring.alloc, f"ring {ring.name} needs one producer and consumers")
+    producer = producers[0]
+    producer.name = "producer"
+    for k, c in enumerate(consumers):
+        c.name = "consumer" if len(consumers) == 1 else f"consumer{k}"
+    deltas = {}
+    for c in consumers:
+        delta = trip_difference(producer.trip, c.trip)
+        if delta is None:
+            raise ExtractionError(
+                f"{c.steps[0].loc}: cannot relate the trip count of {c.name}'s loop to the "
+                "producer's (different expressions)"
+            )
+        deltas[c.name] = delta
+    return RingProtocolModel(
+        ring.name,
+        ring.depth,
+        counts[id(ring.full)],
+        counts[id(ring.empty)],
+        producer,
+        consumers,
+        ring.certificate,
+        deltas,
+        op_location(ring.alloc),
+    )
 
 
 def shape_key(ring: RingProtocolModel) -> tuple:
@@ -582,10 +1271,13 @@ def shape_key(ring: RingProtocolModel) -> tuple:
     def actor(a: Actor) -> tuple:
         steps = tuple(
             (s.kind, s.barrier, s.slot_off, s.slot_mod, s.parity_off, s.parity_div)
-            + (s.parity_flip, s.tx, s.buffer, s.bar_slot_off, s.lag)
+            + (s.parity_flip, s.tx, s.buffer, s.bar_slot_off, s.lag, s.ahead)
             for s in a.steps
         )
-        return (a.role, a.count, steps, a.drain)
+        prologue = tuple(
+            (s.kind, s.barrier, s.slot_off, s.parity_off, s.buffer) for s in a.prologue
+        )
+        return (a.role, a.count, steps, a.drain, prologue, a.loop_depth)
 
     return (
         ring.depth,

@@ -14,6 +14,7 @@ from tawa_xdsl.interp.dtypes import InterpreterError
 from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
 from tawa_xdsl.transforms.lower_aref import lower_arefs
 from tawa_xdsl.verify.check import verify_module
+from tawa_xdsl.verify.extract import ExtractionError
 from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference
 
 
@@ -123,7 +124,7 @@ MUTATIONS = {
     "slot_off_by_one": (slot_off_by_one, 2, 1, "RAW"),
     "missing_release": (missing_release, 2, 1, "DEADLOCK"),
     "early_release": (early_release, 2, 1, "RAW"),
-    "depth_mismatch": (depth_mismatch, 3, 1, None),
+    "depth_mismatch": (depth_mismatch, 3, 1, "REFUSED"),  # slot mod 2 of a 3-deep ring
     "tx_high": (tx_high, 2, 1, "DEADLOCK"),
     "tx_low": (tx_low, 2, 1, {"RAW", "WAR"}),  # the phase completes with bytes in flight
     "trips_more": (trips_more, 2, 1, "DEADLOCK"),
@@ -142,6 +143,10 @@ def _mutant(name):
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_verifier_rejects_with_trace(name):
+    if MUTATIONS[name][3] == "REFUSED":
+        with pytest.raises(ExtractionError, match="<input>:"):
+            verify_module(_mutant(name))
+        return
     (verdict,) = verify_module(_mutant(name))
     assert not verdict.proved, name
     # the certificate check rejected it, and the explicit search found the real trace

@@ -1,0 +1,644 @@
+"""Programmatic mutations of lowered IR (mbarrier or nvgpu level) for the mutation corpus.
+
+Each `Mutation` changes a module in place: a planted barrier bug of one of the classes of
+issue 13 (`broken`), or a change that keeps the protocol correct (`broken=False`: ops
+reordered, an equivalent slot expression, a harmless constant). A mutation that finds
+nothing to change in a module raises `NotApplicable`. `MUTATIONS` lists them by name;
+`tests/unit/test_mutation_corpus.py` applies them to the GEMM, attention and causal attention,
+persistent and not, at both levels, and checks the proof and a dynamic oracle (the mbarrier or
+nvgpu interpreter) against each.
+
+    from tawa_xdsl.verify.mutations import MUTATIONS
+    MUTATIONS["parity_flipped"].apply(module)      # module: lowered IR, changed in place
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tawa_xdsl import protocol
+from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.verify.extract import Group, Ring, find_rings, is_thread_guard, kernel_groups
+
+
+class NotApplicable(Exception):
+    """The module has nothing this mutation changes."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A named change of lowered IR; `unseen` says why a dynamic oracle cannot observe it."""
+
+    name: str
+    kind: str  # the class of issue 13 it plants (or "safe")
+    apply: Callable[[ModuleOp], None]
+    broken: bool = True
+    unseen: str = ""
+
+
+class Site:
+    """The rings and warp groups of a lowered module, and its ops by role."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.rings: list[Ring] = find_rings(module)
+        self.groups: list[Group] = kernel_groups(module, [r.full for r in self.rings])
+
+    def group(self, role: str) -> Group:
+        return next(g for g in self.groups if g.role == role)
+
+    def ops(self, kind: type | tuple, role: str) -> list[Operation]:
+        found = [op for op in self.group(role).body.walk() if isinstance(op, kind)]
+        if not found:
+            raise NotApplicable(f"no {kind} in the {role}")
+        return found
+
+    def barrier(self, kind: type | tuple, role: str, which: str) -> list[Operation]:
+        bars = {id(getattr(r, which)) for r in self.rings}
+        found = [op for op in self.ops(kind, role) if id(op.bars) in bars]  # type: ignore[attr-defined]
+        if not found:
+            raise NotApplicable(f"no {which} barrier op in the {role}")
+        return found
+
+    def releases(self, lagged: bool | None = None) -> list[Operation]:
+        found = [
+            op
+            for op in self.barrier(nvgpu.MBarrierArriveOp, "consumer", "empty")
+            if lagged is None or (aref.LAG_ATTR in op.attributes) == lagged
+        ]
+        if not found:
+            raise NotApplicable("no such release")
+        return found
+
+    def main_loop(self, role: str) -> scf.ForOp:
+        """The innermost loop holding the role's first wait."""
+        wait = self.ops(nvgpu.MBarrierWaitOp, role)[-1]
+        loop = _enclosing(wait, scf.ForOp)
+        if loop is None:
+            raise NotApplicable("no loop around the waits")
+        return loop
+
+    def drain(self) -> scf.ForOp:
+        loops = [o for o in self.ops(scf.ForOp, "consumer") if aref.DRAIN_ATTR in o.attributes]
+        if not loops:
+            raise NotApplicable("no drain")
+        return loops[0]  # type: ignore[return-value]
+
+    def warpgroup_index(self, before: Operation) -> SSAValue:
+        """A warpgroup index at this level, defined right before `before`."""
+        op: Operation = (
+            aref.WarpgroupIndexOp()
+            if any(isinstance(o, aref.GroupOp) for o in self.module.walk())
+            else nvgpu.WarpgroupIndexOp()
+        )
+        Rewriter.insert_op(op, InsertPoint.before(before))
+        return op.results[0]
+
+
+def _enclosing(op: Operation, kind: type) -> Operation | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, kind):
+        parent = parent.parent_op()
+    return parent
+
+
+def _const(value: int, before: Operation) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, i32))
+    Rewriter.insert_op(c, InsertPoint.before(before))
+    return c.result
+
+
+def _insert(ops: list[Operation], before: Operation) -> SSAValue:
+    Rewriter.insert_op(ops, InsertPoint.before(before))
+    return ops[-1].results[0]
+
+
+def _offset_slot(op: Operation, index: int, offset: int) -> None:
+    """Replace operand `index` of `op` (a `(i + c) mod D` slot) by `(i + c + offset) mod D`."""
+    rem = op.operands[index].owner
+    assert isinstance(rem, arith.RemUIOp | arith.RemSIOp)
+    plus = arith.AddiOp(rem.lhs, _const(offset, op))
+    new = arith.RemUIOp(plus.result, rem.rhs)
+    op.operands[index] = _insert([plus, new], op)
+
+
+def _rebase_slot(op: Operation, index: int, base: SSAValue) -> None:
+    """Replace operand `index` of `op` by `base mod D`."""
+    rem = op.operands[index].owner
+    assert isinstance(rem, arith.RemUIOp | arith.RemSIOp)
+    op.operands[index] = _insert([arith.RemUIOp(base, rem.rhs)], op)
+
+
+def _parity_offset(wait: nvgpu.MBarrierWaitOp, offset: int) -> None:
+    """The parity `((i + c) div D) & 1 [^ 1]` of `wait` with `c + offset`."""
+    value, ops, flip = wait.parity, [], None
+    op = value.owner
+    if isinstance(op, arith.XOrIOp):
+        flip, op = op.rhs, op.lhs.owner
+    assert isinstance(op, arith.AndIOp)
+    div = op.lhs.owner
+    assert isinstance(div, arith.DivUIOp | arith.DivSIOp)
+    plus = arith.AddiOp(div.lhs, _const(offset, wait))
+    ops = [plus, arith.DivUIOp(plus.result, div.rhs)]
+    ops.append(arith.AndIOp(ops[-1].results[0], op.rhs))
+    if flip is not None:
+        ops.append(arith.XOrIOp(ops[-1].results[0], flip))
+    wait.operands[2] = _insert(ops, wait)
+
+
+def _detach_with_slot(op: Operation) -> list[Operation]:
+    """`op` and the ops computing its slot operand in its block, detached (in order)."""
+    rem = op.operands[1].owner
+    moved = [op]
+    if isinstance(rem, Operation) and rem.parent_block() is op.parent_block():
+        moved.insert(0, rem)
+        modulus = rem.operands[1].owner
+        if isinstance(modulus, Operation) and modulus.parent_block() is op.parent_block():
+            moved.insert(0, modulus)
+    for o in moved:
+        o.detach()
+    return moved
+
+
+# ------------------------------------------------------------------------ the mutations
+
+
+def lag_guard_on_program_id(m: ModuleOp) -> None:
+    guard = _lag_guard(Site(m))
+    pid = [o for o in Site(m).ops(Operation, "consumer") if o.name == "tile.program_id"]
+    if not pid:
+        raise NotApplicable("no program id")
+    guard.operands[0] = pid[0].results[0]
+
+
+def lag_guard_on_warpgroup(m: ModuleOp) -> None:
+    site = Site(m)
+    guard = _lag_guard(site)
+    guard.operands[0] = site.warpgroup_index(guard)
+
+
+def _lag_guard(site: Site) -> arith.CmpiOp:
+    """The `held >= L` comparison guarding the first lagged release."""
+    guard = _enclosing(site.releases(lagged=True)[0], scf.IfOp)
+    while guard is not None:
+        cond = guard.cond.owner  # type: ignore[attr-defined]
+        if isinstance(cond, arith.CmpiOp) and cond.predicate.value.data in (5, 9):
+            return cond
+        guard = _enclosing(guard, scf.IfOp)
+    raise NotApplicable("no lag guard")
+
+
+def drain_removed(m: ModuleOp) -> None:
+    Rewriter.erase_op(Site(m).drain())
+
+
+def drain_wrong_start(m: ModuleOp) -> None:
+    """Drain from one use earlier: one release too many."""
+    drain = Site(m).drain()
+    low = drain.lb.owner
+    assert isinstance(low, arith.MaxSIOp)
+    sub = low.lhs.owner
+    assert isinstance(sub, arith.SubiOp)
+    lag = protocol.constant_of(sub.rhs)
+    assert lag is not None
+    sub.operands[1] = _const(lag + 1, sub)
+
+
+def drain_wrong_slot(m: ModuleOp) -> None:
+    drain = Site(m).drain()
+    arrive = next(o for o in drain.walk() if isinstance(o, nvgpu.MBarrierArriveOp))
+    _offset_slot(arrive, 1, 1)
+
+
+def slot_on_induction_variable(m: ModuleOp) -> None:
+    """The consumer's wait and reads use the loop's induction variable (restarts per tile)."""
+    site = Site(m)
+    loop = site.main_loop("consumer")
+    iv = loop.body.block.args[0]
+    wait = next(o for o in loop.body.block.ops if isinstance(o, nvgpu.MBarrierWaitOp))
+    base = protocol.match_slot(wait.slot)
+    assert base is not None
+    for op in loop.body.block.walk():
+        for n, operand in enumerate(op.operands):
+            if operand == base.base and op.name in ("arith.remui", "arith.divui"):
+                op.operands[n] = iv
+
+
+def counter_restarts_per_tile(m: ModuleOp) -> None:
+    """The consumer's inner loop counter starts at 0 in every tile."""
+    loop = Site(m).main_loop("consumer")
+    outer = _enclosing(loop, scf.ForOp)
+    if outer is None:
+        raise NotApplicable("not persistent")
+    for n, init in enumerate(loop.iter_args):
+        if init.type == i32:
+            loop.operands[3 + n] = _const(0, loop)
+            return
+    raise NotApplicable("no counter")
+
+
+def slot_plus_warpgroup(m: ModuleOp) -> None:
+    site = Site(m)
+    wait = site.barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    rem = wait.slot.owner
+    assert isinstance(rem, arith.RemUIOp)
+    wg = site.warpgroup_index(wait)
+    plus = arith.AddiOp(rem.lhs, wg)
+    wait.operands[1] = _insert([plus, arith.RemUIOp(plus.result, rem.rhs)], wait)
+
+
+def slot_far_offset(m: ModuleOp) -> None:
+    """The consumer's wait on slot `(i + 5 D + 1) mod D`: five turns and one slot off."""
+    site = Site(m)
+    wait = site.barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    depth = wait.bars.type.num_barriers  # type: ignore[attr-defined]
+    if depth == 1:
+        raise NotApplicable("a one-slot ring has no other slot")
+    _offset_slot(wait, 1, 5 * depth + 1)
+
+
+def parity_one_turn(m: ModuleOp) -> None:
+    """The consumer's parity one ring turn off: the other phase."""
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    _parity_offset(wait, wait.bars.type.num_barriers)  # type: ignore[attr-defined]
+
+
+def parity_flipped(m: ModuleOp) -> None:
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "producer", "empty")[0]
+    par = wait.parity.owner
+    if isinstance(par, arith.XOrIOp):
+        wait.operands[2] = par.lhs
+    else:
+        one = _const(1, wait)
+        wait.operands[2] = _insert([arith.XOrIOp(wait.parity, one)], wait)
+
+
+def parity_on_other_counter(m: ModuleOp) -> None:
+    """The producer's parity counts the loop's induction variable, its slot the uses."""
+    site = Site(m)
+    wait = site.barrier(nvgpu.MBarrierWaitOp, "producer", "empty")[0]
+    loop = _enclosing(wait, scf.ForOp)
+    if loop is None:
+        raise NotApplicable("no loop")
+    div = wait.parity.owner
+    while not isinstance(div, arith.DivUIOp):
+        div = div.operands[0].owner  # type: ignore[union-attr]
+    one = _const(1, div)
+    shifted = arith.AddiOp(loop.body.block.args[0], one)  # a different count: iv + 1
+    Rewriter.insert_op(shifted, InsertPoint.before(div))
+    div.operands[0] = shifted.result
+
+
+def counter_starts_at_one(m: ModuleOp) -> None:
+    loop = Site(m).main_loop("consumer")
+    for n, init in enumerate(loop.iter_args):
+        if init.type == i32:
+            loop.operands[3 + n] = _insert([arith.AddiOp(init, _const(1, loop))], loop)
+            return
+    raise NotApplicable("no loop-carried counter")
+
+
+def counter_not_incremented(m: ModuleOp) -> None:
+    loop = Site(m).main_loop("consumer")
+    block = loop.body.block
+    yield_op = block.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    for n, arg in enumerate(block.args[1:]):
+        if arg.type == i32 and protocol.split_offset(yield_op.operands[n]) == (arg, 1):
+            yield_op.operands[n] = arg
+            return
+    raise NotApplicable("no incremented counter")
+
+
+def release_out_of_lookahead(m: ModuleOp) -> None:
+    """The stage-0 release of the lookahead moved after its `scf.if`."""
+    for release in Site(m).releases(lagged=False):
+        guard = _enclosing(release, scf.IfOp)
+        while guard is not None and aref.stage_of(guard) != 0:
+            guard = _enclosing(guard, scf.IfOp)
+        if guard is None or aref.is_peeled(guard) or guard.results:
+            continue
+        body = guard.true_region.blocks[0]  # type: ignore[attr-defined]
+        moved = [o for o in body.ops if not isinstance(o, scf.YieldOp)]
+        for o in moved:
+            o.detach()
+        Rewriter.insert_op(moved, InsertPoint.after(guard))
+        return
+    raise NotApplicable("no release in a lookahead")
+
+
+def wait_on_unused_barrier(m: ModuleOp) -> None:
+    """The consumer waits on a fresh barrier array nobody arrives on."""
+    site = Site(m)
+    wait = site.barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    ring = next(r for r in site.rings if r.full == wait.bars)
+    alloc = nvgpu.MBarrierAllocOp(ring.full.type)  # type: ignore[arg-type]
+    Rewriter.insert_op(alloc, InsertPoint.after(ring.alloc))
+    init = next(o for o in m.walk() if isinstance(o, nvgpu.MBarrierInitOp) and o.bars == ring.full)
+    Rewriter.insert_op(nvgpu.MBarrierInitOp(alloc.bars, 1), InsertPoint.after(init))
+    wait.operands[0] = alloc.bars
+
+
+def consumer_waits_on_empty(m: ModuleOp) -> None:
+    site = Site(m)
+    wait = site.barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    ring = next(r for r in site.rings if r.full == wait.bars)
+    wait.operands[0] = ring.empty
+
+
+def arrive_at_top_level(m: ModuleOp) -> None:
+    """An extra release of slot 0 at the kernel's top level, after the CTA barrier."""
+    site = Site(m)
+    ring = site.rings[-1]
+    sync = next(o for o in m.walk() if isinstance(o, nvgpu.CtaBarrierOp))
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    arrive = nvgpu.MBarrierArriveOp(ring.empty, zero.result)
+    Rewriter.insert_op([zero, arrive], InsertPoint.after(sync))
+
+
+def release_in_extra_loop(m: ModuleOp) -> None:
+    """The consumer's release inside a loop of two trips: two arrivals."""
+    release = Site(m).releases()[-1]
+    zero, two, one = (arith.ConstantOp(IntegerAttr(v, i32)) for v in (0, 2, 1))
+    Rewriter.insert_op([zero, two, one], InsertPoint.before(release))
+    body = Block(arg_types=[i32])
+    loop = scf.ForOp(zero.result, two.result, one.result, [], body)
+    Rewriter.insert_op(loop, InsertPoint.before(release))
+    release.detach()
+    body.add_ops([release, scf.YieldOp()])
+
+
+def copy_on_other_barrier(m: ModuleOp) -> None:
+    """A TMA copy completes on another ring's full barrier (or, with one ring, on empty)."""
+    site = Site(m)
+    tma = site.ops(nvgpu.TmaLoadOp, "producer")[-1]
+    ring = next(r for r in site.rings if r.full == tma.bars)  # type: ignore[attr-defined]
+    others = [r.full for r in site.rings if r is not ring and r.full.type == ring.full.type]
+    tma.operands[_bars_index(tma)] = others[0] if others else ring.empty
+
+
+def _bars_index(tma: Operation) -> int:
+    return next(n for n, v in enumerate(tma.operands) if isinstance(v.type, nvgpu.MBarrierType))
+
+
+def copy_removed(m: ModuleOp) -> None:
+    """The last copy of the producer is gone: its slot buffer is read but never filled."""
+    tma = Site(m).ops(nvgpu.TmaLoadOp, "producer")[-1]
+    Rewriter.erase_op(tma)
+
+
+def second_init_in_consumer(m: ModuleOp) -> None:
+    """The consumer initializes the full barrier again when it starts."""
+    site = Site(m)
+    ring = site.rings[0]
+    count = next(
+        o.count.value.data
+        for o in m.walk()
+        if isinstance(o, nvgpu.MBarrierInitOp) and o.bars == ring.full
+    )
+    group = site.group("consumer")
+    first = group.body.first_op
+    assert first is not None
+    Rewriter.insert_op(nvgpu.MBarrierInitOp(ring.full, count), InsertPoint.before(first))
+
+
+def second_init_at_top(m: ModuleOp) -> None:
+    init = next(o for o in m.walk() if isinstance(o, nvgpu.MBarrierInitOp))
+    Rewriter.insert_op(init.clone(), InsertPoint.after(init))
+
+
+def init_fence_removed(m: ModuleOp) -> None:
+    for fence in [o for o in m.walk() if isinstance(o, nvgpu.FenceMBarrierInitOp)]:
+        Rewriter.erase_op(fence)
+
+
+def ring_attribute_removed(m: ModuleOp) -> None:
+    alloc = Site(m).rings[-1].alloc
+    del alloc.attributes[aref.RING_ATTR]
+
+
+def buffer_too_few_slots(m: ModuleOp) -> None:
+    site = Site(m)
+    ring = next((r for r in site.rings if r.depth > 1), None)
+    if ring is None:
+        raise NotApplicable("no ring deeper than 1")
+    buf = ring.buffers[0]
+    kind = buf.type
+    assert isinstance(kind, nvgpu.SmemType)
+    smaller = nvgpu.SmemType(
+        [kind.slot_count - 1, *kind.slot_shape], kind.element_type, kind.swizzle_bytes
+    )
+    alloc = buf.owner
+    assert isinstance(alloc, nvgpu.SmemAllocOp)
+    new = nvgpu.SmemAllocOp(smaller)
+    for key, value in alloc.properties.items():
+        new.properties[key] = value
+    Rewriter.insert_op(new, InsertPoint.after(alloc))
+    buf.replace_all_uses_with(new.buf)
+    Rewriter.erase_op(alloc)
+
+
+def trips_depend_on_warpgroup(m: ModuleOp) -> None:
+    """The consumer's loop runs `ub - wg` iterations (warpgroup-dependent)."""
+    site = Site(m)
+    loop = site.main_loop("consumer")
+    wg = site.warpgroup_index(loop)
+    loop.operands[1] = _insert([arith.SubiOp(loop.ub, wg)], loop)
+
+
+def loop_repeated(m: ModuleOp) -> None:
+    """The consumer runs its main loop twice, the second continuing the first's counter."""
+    loop = Site(m).main_loop("consumer")
+    if any(isinstance(o, scf.IfOp) and aref.is_peeled(o) for o in loop.parent_block().ops):  # type: ignore[union-attr]
+        raise NotApplicable("a lookahead loop")
+    again = loop.clone()
+    Rewriter.insert_op(again, InsertPoint.after(loop))
+    for n, result in enumerate(loop.results):
+        again.operands[3 + n] = result
+
+
+def wait_duplicated(m: ModuleOp) -> None:
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    Rewriter.insert_op(wait.clone(), InsertPoint.after(wait))
+
+
+def producer_wait_duplicated(m: ModuleOp) -> None:
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "producer", "empty")[0]
+    Rewriter.insert_op(wait.clone(), InsertPoint.after(wait))
+
+
+def consumer_arrives_on_full(m: ModuleOp) -> None:
+    site = Site(m)
+    release = site.releases()[-1]
+    ring = next(r for r in site.rings if r.empty == release.bars)  # type: ignore[attr-defined]
+    release.operands[0] = ring.full
+
+
+def tx_halved(m: ModuleOp) -> None:
+    arrive = Site(m).ops(nvgpu.MBarrierArriveExpectTxOp, "producer")[0]
+    arrive.tx_bytes = IntegerAttr(arrive.tx_bytes.value.data // 2, i32)  # type: ignore[attr-defined]
+
+
+def count_low(m: ModuleOp) -> None:
+    site = Site(m)
+    empties = {id(r.empty) for r in site.rings}
+    init = next(
+        o for o in m.walk() if isinstance(o, nvgpu.MBarrierInitOp) and id(o.bars) in empties
+    )
+    if init.count.value.data < 2:
+        raise NotApplicable("one consumer warpgroup")
+    init.count = IntegerAttr(init.count.value.data - 1, i32)
+
+
+def release_before_read(m: ModuleOp) -> None:
+    """The consumer's unlagged release moved right after its wait, before the reads."""
+    site = Site(m)
+    release = site.releases(lagged=False)[-1]
+    ring = next(r for r in site.rings if r.empty == release.bars)  # type: ignore[attr-defined]
+    waits = site.barrier(nvgpu.MBarrierWaitOp, "consumer", "full")
+    wait = next(o for o in waits if o.bars == ring.full)  # type: ignore[attr-defined]
+    release.operands[1] = wait.slot  # type: ignore[attr-defined]
+    guard = release.parent_op()
+    moved = guard if isinstance(guard, scf.IfOp) and is_thread_guard(guard.cond) else release
+    moved.detach()
+    Rewriter.insert_op(moved, InsertPoint.after(wait))
+
+
+# ---------------------------------------------------------------- nvgpu-level mutations
+
+
+def wgmma_wait_removed(m: ModuleOp) -> None:
+    """The wait_group in front of the first release is gone."""
+    site = Site(m)
+    release = site.releases()[0]
+    waits = [o for o in site.ops(nvgpu.WgmmaWaitGroupOp, "consumer") if _precedes(o, release)]
+    if not waits:
+        raise NotApplicable("no wgmma wait_group")
+    Rewriter.erase_op(waits[-1])
+
+
+def wgmma_wait_deeper(m: ModuleOp) -> None:
+    """The wait_group in front of the first release leaves one more group in flight."""
+    site = Site(m)
+    release = site.releases()[0]
+    waits = [o for o in site.ops(nvgpu.WgmmaWaitGroupOp, "consumer") if _precedes(o, release)]
+    if not waits:
+        raise NotApplicable("no wgmma wait_group")
+    wait = waits[-1]
+    wait.pending = IntegerAttr(wait.pending.value.data + 1, i32)  # type: ignore[attr-defined]
+
+
+def _precedes(a: Operation, b: Operation) -> bool:
+    loop = _enclosing(b, scf.ForOp)
+    order = [o for o in (loop.walk() if loop else [])]
+    return a in order and order.index(a) < order.index(b)
+
+
+def release_by_every_thread(m: ModuleOp) -> None:
+    """The consumer's release taken out of its one-thread guard."""
+    release = Site(m).releases()[-1]
+    guard = release.parent_op()
+    if not (isinstance(guard, scf.IfOp) and is_thread_guard(guard.cond)):
+        raise NotApplicable("no thread guard")
+    release.detach()
+    Rewriter.insert_op(release, InsertPoint.before(guard))
+
+
+# --------------------------------------------------------------------- safe mutations
+
+
+def copies_swapped(m: ModuleOp) -> None:
+    """The producer issues its first two copies in the other order (independent ops)."""
+    copies = Site(m).ops(nvgpu.TmaLoadOp, "producer")
+    pairs = [(a, b) for a, b in zip(copies, copies[1:], strict=False) if a.next_op is b]
+    if not pairs:
+        raise NotApplicable("no adjacent copies")
+    a, b = pairs[0]
+    a.detach()
+    Rewriter.insert_op(a, InsertPoint.after(b))
+
+
+def slot_plus_depth(m: ModuleOp) -> None:
+    """The consumer's wait on slot `(i + D) mod D`: the same slot, written differently."""
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    _offset_slot(wait, 1, wait.bars.type.num_barriers)  # type: ignore[attr-defined]
+
+
+def parity_two_turns(m: ModuleOp) -> None:
+    """The consumer's parity two ring turns on: the same phase."""
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    _parity_offset(wait, 2 * wait.bars.type.num_barriers)  # type: ignore[attr-defined]
+
+
+def extra_constant(m: ModuleOp) -> None:
+    wait = Site(m).barrier(nvgpu.MBarrierWaitOp, "consumer", "full")[-1]
+    _const(12345, wait)
+
+
+MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in [
+        Mutation("lag_guard_on_program_id", "lag guard operand", lag_guard_on_program_id),
+        Mutation("lag_guard_on_warpgroup", "lag guard operand", lag_guard_on_warpgroup),
+        Mutation("drain_removed", "drains", drain_removed),
+        Mutation("drain_wrong_start", "drains", drain_wrong_start),
+        Mutation("drain_wrong_slot", "drains", drain_wrong_slot),
+        Mutation("slot_on_induction_variable", "slot/parity base", slot_on_induction_variable),
+        Mutation("counter_restarts_per_tile", "slot/parity base", counter_restarts_per_tile),
+        Mutation("slot_plus_warpgroup", "slot/parity base", slot_plus_warpgroup),
+        Mutation("slot_far_offset", "slot/parity offset", slot_far_offset),
+        Mutation("parity_one_turn", "slot/parity offset", parity_one_turn),
+        Mutation("parity_flipped", "slot/parity offset", parity_flipped),
+        Mutation("parity_on_other_counter", "slot/parity base", parity_on_other_counter),
+        Mutation("counter_starts_at_one", "counter start/increment", counter_starts_at_one),
+        Mutation("counter_not_incremented", "counter start/increment", counter_not_incremented),
+        Mutation("release_out_of_lookahead", "lookahead guard", release_out_of_lookahead),
+        Mutation("wait_on_unused_barrier", "unmodelled ops", wait_on_unused_barrier),
+        Mutation("consumer_waits_on_empty", "unmodelled ops", consumer_waits_on_empty),
+        Mutation("arrive_at_top_level", "unmodelled ops", arrive_at_top_level),
+        Mutation("release_in_extra_loop", "unmodelled ops", release_in_extra_loop),
+        Mutation("copy_on_other_barrier", "unmodelled ops", copy_on_other_barrier),
+        Mutation("copy_removed", "unmodelled ops", copy_removed),
+        Mutation("second_init_in_consumer", "inits", second_init_in_consumer),
+        Mutation(
+            "second_init_at_top",
+            "inits",
+            second_init_at_top,
+            unseen="an init repeated before any arrival changes no barrier state",
+        ),  # fmt: skip
+        Mutation(
+            "init_fence_removed",
+            "inits",
+            init_fence_removed,
+            unseen="the interpreters make every init visible at once (no memory model)",
+        ),  # fmt: skip
+        Mutation(
+            "ring_attribute_removed",
+            "ring attribute",
+            ring_attribute_removed,
+            unseen="the attribute is the certificate's input; the barriers run the same",
+        ),  # fmt: skip
+        Mutation("buffer_too_few_slots", "smem slots", buffer_too_few_slots),
+        Mutation("trips_depend_on_warpgroup", "warpgroup control flow", trips_depend_on_warpgroup),
+        Mutation("loop_repeated", "sequential loops", loop_repeated),
+        Mutation("consumer_arrives_on_full", "roles", consumer_arrives_on_full),
+        Mutation("tx_halved", "tx bytes", tx_halved),
+        Mutation("count_low", "init counts", count_low),
+        Mutation("release_before_read", "release order", release_before_read),
+        Mutation("wgmma_wait_removed", "wgmma retirement", wgmma_wait_removed),
+        Mutation("wgmma_wait_deeper", "wgmma retirement", wgmma_wait_deeper),
+        Mutation("release_by_every_thread", "elected thread", release_by_every_thread),
+        Mutation("wait_duplicated", "safe", wait_duplicated, broken=False),
+        Mutation("producer_wait_duplicated", "safe", producer_wait_duplicated, broken=False),
+        Mutation("copies_swapped", "safe", copies_swapped, broken=False),
+        Mutation("slot_plus_depth", "safe", slot_plus_depth, broken=False),
+        Mutation("parity_two_turns", "safe", parity_two_turns, broken=False),
+        Mutation("extra_constant", "safe", extra_constant, broken=False),
+    ]
+}
