@@ -39,6 +39,7 @@ raises the scheduler's `DeadlockError` with every barrier's state.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,9 @@ class Slot:
     written: bool = False
     readers: list[PendingMma] = field(default_factory=list)
     store_readers: int = 0
+    # The mbarrier (array, index) its last writer waited on before writing: the barrier a
+    # consumer arrives on to release the slot.
+    guard: tuple[BarrierArray, int] | None = None
 
 
 @dataclass
@@ -115,6 +119,7 @@ class PendingMma:
     b: tuple[Smem, int]
     acc: Any
     result: PendingResult
+    reads: list[tuple[Smem, int]] = field(default_factory=list)  # (buffer, slot) read
 
 
 @dataclass(eq=False)
@@ -136,12 +141,18 @@ class Warpgroup:
     mask: np.ndarray = field(default_factory=lambda: np.ones(WARPGROUP_THREADS, bool))
     uncommitted: list[PendingMma] = field(default_factory=list)
     groups: deque[list[PendingMma]] = field(default_factory=deque)
+    # Per thread: the mbarrier (array, index) it waited on last.
+    last_wait: dict[int, tuple[BarrierArray, int]] = field(default_factory=dict)
     # Per thread: TMA stores issued but not committed, and committed groups not yet read.
     stores: dict[int, list[PendingStore]] = field(default_factory=dict)
     store_groups: dict[int, list[object]] = field(default_factory=dict)
 
     def threads(self) -> np.ndarray:
         return np.flatnonzero(self.mask)
+
+    def unretired(self) -> list[PendingMma]:
+        """The wgmmas issued and not yet retired by a wgmma_wait_group."""
+        return [*itertools.chain.from_iterable(self.groups), *self.uncommitted]
 
     def warps_arriving(self) -> int:
         return int(self.mask.reshape(-1, WARP_THREADS).any(axis=1).sum())
@@ -164,6 +175,7 @@ class NvgpuState:
     warpgroups: list[Warpgroup] = field(default_factory=list)
     in_flight: int = 0
     written: set[int] = field(default_factory=set)
+    placed: dict[Operation, tuple[int, int]] = field(default_factory=dict)  # [start, end)
 
     def describe(self) -> str:
         lines = ["barrier states:"]
@@ -322,12 +334,31 @@ def _elect(ev: Evaluator, op: Operation, operands: list[Any]) -> tuple[np.ndarra
 # ----------------------------------------------------------------------------- mbarriers
 
 
+def place(op: nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp, state: NvgpuState) -> None:
+    """Take the bytes legalize-nvgpu placed the allocation at; two allocations may not share
+    a byte of the smem window."""
+    if op.offset is None:
+        raise error(op, "has no smem offset; run legalize-nvgpu first")
+    start = op.offset.value.data
+    end = start + nvgpu.allocation_bytes(op.results[0].type)
+    for other, (lo, hi) in state.placed.items():
+        if start < hi and lo < end:
+            raise error(
+                op,
+                f"placed at smem bytes [{start}, {end}) overlaps "
+                f"{other.results[0].name_hint or other.name} at [{lo}, {hi}) "
+                f"({op_location(other)})",
+            )
+    state.placed[op] = (start, end)
+
+
 def _alloc_barriers(ev: Evaluator, op: nvgpu.MBarrierAllocOp, operands: list[Any]) -> tuple:
     assert isinstance(op.bars.type, nvgpu.MBarrierType)
     name = op.bars.name_hint or "bar"
     count = op.bars.type.num_barriers
     objects = shared(ev).objects
     if op not in objects:
+        place(op, shared(ev))
         objects[op] = BarrierArray(name, [Barrier() for _ in range(count)])
     return (objects[op],)
 
@@ -352,15 +383,36 @@ def _arrive(ev: Evaluator, op: Operation, operands: list[Any]) -> Generator[Bloc
     yield from point(op)
     bars, slot = operands
     tx = op.tx_bytes.value.data if isinstance(op, nvgpu.MBarrierArriveExpectTxOp) else 0
-    for t in warpgroup(ev).threads():
-        _barrier(op, bars, at(slot, t)).arrive(op, tx)
+    wg = warpgroup(ev)
+    for t in wg.threads():
+        index = int(at(slot, t))
+        if not tx:
+            check_release(op, wg, bars, index)
+        _barrier(op, bars, index).arrive(op, tx)
     return ()
+
+
+def check_release(op: Operation, wg: Warpgroup, bars: BarrierArray, index: int) -> None:
+    """An arrive on the barrier that guards a slot releases it: none of the warpgroup's
+    unretired wgmmas may still read that slot."""
+    for mma in wg.unretired():
+        for smem, slot in mma.reads:
+            if smem.slots[slot].guard == (bars, index):
+                raise error(
+                    op,
+                    f"releases slot {slot} of {smem.name} ({bars.name}[{index}]) while the "
+                    f"wgmma at {op_location(mma.op)} still reads it: no wgmma_wait_group "
+                    "retired that wgmma before the release",
+                )
 
 
 def _wait(ev: Evaluator, op: nvgpu.MBarrierWaitOp, operands: list[Any]) -> Generator[Blocked]:
     bars, slot, parity = operands
     yield from point(op)
-    waits = {(int(at(slot, t)), int(at(parity, t)) & 1) for t in warpgroup(ev).threads()}
+    wg = warpgroup(ev)
+    waits = {(int(at(slot, t)), int(at(parity, t)) & 1) for t in wg.threads()}
+    for t in wg.threads():
+        wg.last_wait[int(t)] = (bars, int(at(slot, t)))
     for s, p in sorted(waits):
         bar = _barrier(op, bars, s)
         if bar.bit == p:
@@ -377,6 +429,7 @@ def _alloc_smem(ev: Evaluator, op: nvgpu.SmemAllocOp, operands: list[Any]) -> tu
     assert isinstance(smem, nvgpu.SmemType)
     objects = shared(ev).objects
     if op not in objects:
+        place(op, shared(ev))
         dtype = numpy_dtype(smem.element_type)
         slots = [Slot(np.full(smem.slot_shape, np.nan, dtype)) for _ in range(smem.slot_count)]
         objects[op] = Smem(op.buf.name_hint or "smem", smem, slots)
@@ -390,8 +443,11 @@ def slot_of(op: Operation, smem: Smem, slot: Any) -> Slot:
     return smem.slots[s]
 
 
-def begin_write(op: Operation, smem: Smem, index: int) -> Slot:
-    """A write into a slot is starting: nothing asynchronous may still read or write it."""
+def begin_write(
+    op: Operation, smem: Smem, index: int, guard: tuple[BarrierArray, int] | None
+) -> Slot:
+    """A write into a slot is starting: nothing asynchronous may still read or write it.
+    `guard` is the barrier the writing thread waited on last: the one that releases it."""
     slot = slot_of(op, smem, index)
     for reader in slot.readers:
         raise error(
@@ -404,6 +460,7 @@ def begin_write(op: Operation, smem: Smem, index: int) -> Slot:
         raise error(op, f"writes slot {index} of {smem.name} while a TMA store still reads it")
     if slot.writing:
         raise error(op, f"writes slot {index} of {smem.name} while a TMA copy still writes it")
+    slot.guard = guard
     return slot
 
 
@@ -416,17 +473,50 @@ def readable(op: Operation, smem: Smem, index: int) -> Slot:
     return slot
 
 
+def load_boxes(
+    op: nvgpu.TmaLoadOp, desc: Descriptor, buf: nvgpu.SmemType, offsets: list[int]
+) -> np.ndarray:
+    """The slot as the box plan fills it: box k is a `rows x span` column slab read from the
+    tensor at innermost coordinate `+ box_col_offsets[k]`, landing at slot byte
+    `box_smem_offsets[k]` (which must start a slab; every slab must be written once)."""
+    if op.box_smem_offsets is None or op.box_col_offsets is None:
+        raise error(op, "has no box plan; run legalize-nvgpu first")
+    boxes = zip(op.box_smem_offsets.get_values(), op.box_col_offsets.get_values(), strict=True)
+    eb = nvgpu.element_bytes(buf.element_type)
+    cols = buf.slot_shape[-1]
+    rows = math.prod(buf.slot_shape) // cols
+    span = buf.swizzle_bytes
+    box_cols = span // eb if span and cols * eb > span else cols
+    data = np.full((rows, cols), np.nan, numpy_dtype(buf.element_type))
+    landed: set[int] = set()
+    for smem_offset, col_offset in boxes:
+        slab, rest = divmod(int(smem_offset), rows * box_cols * eb)
+        if rest or not 0 <= slab < cols // box_cols or slab in landed:
+            raise error(
+                op,
+                f"box at slot byte {smem_offset} does not start a free {rows}x{box_cols} "
+                f"column slab of {buf}",
+            )
+        landed.add(slab)
+        box = Descriptor(desc.array, (*desc.block_shape[:-1], box_cols))
+        coords = [*offsets[:-1], offsets[-1] + int(col_offset)]
+        data[:, slab * box_cols : (slab + 1) * box_cols] = box.load(coords).reshape(rows, -1)
+    if len(landed) != cols // box_cols:
+        raise error(op, f"box plan fills {len(landed)} of the {cols // box_cols} slabs of {buf}")
+    return data.reshape(buf.slot_shape)
+
+
 def _tma_load(ev: Evaluator, op: nvgpu.TmaLoadOp, operands: list[Any]) -> tuple[()]:
     desc, *rest = operands
     offsets, (smem, slot, bars, bar_slot) = rest[: len(op.offsets)], rest[len(op.offsets) :]
-    state = shared(ev)
-    for t in warpgroup(ev).threads():
+    state, wg = shared(ev), warpgroup(ev)
+    for t in wg.threads():
         index = int(at(slot, t))
-        target = begin_write(op, smem, index)
+        target = begin_write(op, smem, index, wg.last_wait.get(int(t)))
         bar = _barrier(op, bars, at(bar_slot, t))
         target.writing += 1
         target.data = np.full_like(target.data, np.nan)  # partially written until it lands
-        block = desc.load([int(at(o, t)) for o in offsets]).reshape(smem.type.slot_shape)
+        block = load_boxes(op, desc, smem.type, [int(at(o, t)) for o in offsets])
         state.in_flight += 1
         ev.state["scheduler"].spawn(
             Task(f"TMA -> {smem.name}[{index}]", _land(op, state, target, block, bar), "tma")
@@ -447,8 +537,10 @@ def _land(
 def _smem_store(ev: Evaluator, op: nvgpu.SmemStoreOp, operands: list[Any]) -> tuple[()]:
     """Every active thread stores the (uniform) tile: the same bytes, once in effect."""
     value, smem, slot = operands
-    if warpgroup(ev).mask.any():
-        target = begin_write(op, smem, int(uniform(op, slot, warpgroup(ev).mask)))
+    wg = warpgroup(ev)
+    if wg.mask.any():
+        guard = wg.last_wait.get(int(wg.threads()[0]))
+        target = begin_write(op, smem, int(uniform(op, slot, wg.mask)), guard)
         target.data, target.written = np.array(value, copy=True), True
     return ()
 
@@ -531,26 +623,132 @@ def _wgmma(ev: Evaluator, op: Operation, operands: list[Any]) -> tuple[PendingRe
     b_index = int(uniform(op, b_slot, wg.mask))
     read.append(readable(op, b_smem, b_index))
     mma = PendingMma(op, a, (b_smem, b_index), acc, PendingResult(op))
+    mma.reads = [(b_smem, b_index)] + ([(a[0], a[1])] if isinstance(a, tuple) else [])
     for slot in read:
         slot.readers.append(mma)
     wg.uncommitted.append(mma)
     return (mma.result,)
 
 
+SPAN_OF_LAYOUT = {code: span for span, code in nvgpu.DESCRIPTOR_LAYOUT_CODE.items()}
+FIELD = 0x3FFF  # a 14-bit descriptor field (start address, LBO, SBO) in 16-byte units
+
+
+@dataclass(frozen=True)
+class DescriptorPlan:
+    """One smem operand's descriptor plan, decoded: swizzle span, LBO, SBO (bytes) and the
+    byte offset of each instruction's operand in the slot."""
+
+    span: int
+    lbo: int
+    sbo: int
+    offsets: list[int]
+
+    @staticmethod
+    def of(op: Operation, bits: Any, steps: Any, start: int) -> DescriptorPlan:
+        if bits is None or steps is None:
+            raise error(op, "has no descriptor plan; run legalize-nvgpu first")
+        value = bits.value.data & (2**64 - 1)  # an i64 attribute holds the bits signed
+        if value & FIELD or (value >> 49) & 0x7:
+            raise error(op, f"descriptor bits 0x{value:016X} set a start address or base offset")
+        span = SPAN_OF_LAYOUT.get(value >> 62)
+        if span is None:
+            raise error(op, f"descriptor bits 0x{value:016X} name no swizzle layout")
+        lbo = ((value >> 16) & FIELD) * nvgpu.DESCRIPTOR_UNIT
+        sbo = ((value >> 32) & FIELD) * nvgpu.DESCRIPTOR_UNIT
+        unit = nvgpu.DESCRIPTOR_UNIT
+        return DescriptorPlan(span, lbo, sbo, [start + int(x) * unit for x in steps.get_values()])
+
+    def check(self, op: Operation, smem: Smem, mn_major: bool) -> None:
+        """The bits describe the slot's layout: its swizzle, 8-row core groups (SBO) and, for
+        MN-major slots wider than the span, the distance between column slabs (LBO)."""
+        buf = smem.type
+        rows = math.prod(buf.slot_shape[:-1])
+        wide = buf.slot_shape[-1] * nvgpu.element_bytes(buf.element_type) > self.span
+        if self.span != buf.swizzle_bytes or self.sbo != 8 * self.span:
+            raise error(
+                op,
+                f"descriptor of {smem.name} says swizzle {self.span} B, SBO {self.sbo} B; the "
+                f"slot is {buf} (SBO {8 * buf.swizzle_bytes} B)",
+            )
+        if mn_major and wide and self.lbo != rows * self.span:
+            raise error(
+                op,
+                f"descriptor of {smem.name} says LBO {self.lbo} B between column slabs; the "
+                f"slot's slabs are {rows * self.span} B apart",
+            )
+
+    def k_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, rows: int, k: int):
+        """The `rows x k` operand of instruction n of a K-major slot: a byte offset is
+        slab * (slot rows * span) + row * span + byte within the row's span."""
+        eb = nvgpu.element_bytes(smem.type.element_type)
+        slab, rest = divmod(self.offsets[n], data.shape[0] * self.span)
+        row, within = divmod(rest, self.span)
+        col, odd = divmod(slab * self.span + within, eb)
+        if odd or within + k * eb > self.span or row + rows > data.shape[0]:
+            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
+        if col + k > data.shape[1]:
+            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
+        return data[row : row + rows, col : col + k]
+
+    def mn_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, k: int):
+        """The `k x N` operand of instruction n of an MN-major slot: it starts at a K row of
+        the first column slab and spans every column (slabs LBO apart)."""
+        row, within = divmod(self.offsets[n], self.span)
+        if within or row + k > data.shape[0]:
+            raise error(op, self.outside(smem, n, f"{k}-row MN-major"))
+        return data[row : row + k]
+
+    def outside(self, smem: Smem, n: int, what: str) -> str:
+        return (
+            f"descriptor step {n} points at byte {self.offsets[n]} of a slot of {smem.name} "
+            f"({smem.type}), where no {what} operand starts"
+        )
+
+
 def _retire(mma: PendingMma) -> None:
-    """The wgmma's smem reads and math happen now: `result = acc + A @ B`."""
+    """The wgmma's smem reads and math happen now: `result = acc + A @ B`, with A and B read
+    instruction by instruction where the descriptor plans say (`legalize-nvgpu`)."""
     op = mma.op
     assert isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp)
     b_smem, b_index = mma.b
     b_slot = readable(op, b_smem, b_index)
     b_slot.readers.remove(mma)
-    b = b_slot.data if op.transpose_b else b_slot.data.T
+    rows, n = op.acc.type.get_shape()  # type: ignore[attr-defined]
+    transposed = op.transpose_b is not None
+    k = b_smem.type.slot_shape[0] if transposed else b_smem.type.slot_shape[1]
+    blocks, k_steps = nvgpu.instruction_count(rows, k, b_smem.type.element_type)
+    step = k // k_steps
+    b_plan = DescriptorPlan.of(op, op.b_desc_bits, op.b_desc_steps, 0)
+    b_plan.check(op, b_smem, transposed)
+    if transposed:
+        b = np.concatenate(
+            [b_plan.mn_major(op, b_smem, b_slot.data, j, step) for j in range(k_steps)]
+        )
+    else:
+        pieces = [b_plan.k_major(op, b_smem, b_slot.data, j, n, step) for j in range(k_steps)]
+        b = np.concatenate(pieces, axis=1).T
     if isinstance(mma.a, tuple):
         a_smem, a_index, row = mma.a
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
-        rows = op.acc.type.get_shape()[0]  # type: ignore[attr-defined]
-        a = a_slot.data[row : row + rows]
+        a_plan = DescriptorPlan.of(
+            op, op.a_desc_bits, op.a_desc_steps, row * a_smem.type.swizzle_bytes
+        )
+        a_plan.check(op, a_smem, False)
+        block_rows = rows // blocks
+        a = np.concatenate(
+            [
+                np.concatenate(
+                    [
+                        a_plan.k_major(op, a_smem, a_slot.data, bl * k_steps + j, block_rows, step)
+                        for j in range(k_steps)
+                    ],
+                    axis=1,
+                )
+                for bl in range(blocks)
+            ]
+        )
     else:
         a = mma.a
     acc = to_tile(op.acc.type, fragment_value(op, mma.acc))
@@ -598,8 +796,9 @@ def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any
     slab = smem.type.slot_shape[-1]
     slots = per_value(slot, values.shape) + cols // slab
     rows = rows + (per_value(row[0], values.shape) if row else 0)
+    guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
     for index in np.unique(slots[mask]):
-        target = begin_write(op, smem, int(index))
+        target = begin_write(op, smem, int(index), guard)
         mine = (slots == index) & mask[:, None]
         target.data[rows[mine], cols[mine] % slab] = values[mine]
         target.written = True

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i32, i64
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -185,14 +185,22 @@ def test_unmutated_gemm_survives() -> None:
     assert run_mutant(nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS), MUTATION_OPTIONS)
 
 
+EARLY_RELEASE = (
+    r"'nvgpu.mbarrier_arrive': releases slot \d of a_b_ring_buf\d \(a_b_ring_empty\[\d\]\) "
+    r"while the wgmma at \S+ still reads it"
+)
+
+
 def test_wait_group_too_shallow_is_an_early_release() -> None:
-    """wait_group 2 after each commit: the slot of the MMA one step back is released while
-    that MMA may still read it, and the producer refills it."""
+    """wait_group 2 after each commit: the consumer releases the slot of the MMA one step
+    back while that MMA may still read it; the release itself is the error, under any
+    schedule (the producer need not refill the slot first)."""
     module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
     (in_loop, *_) = [op for op in ops_of(module, nvgpu.WgmmaWaitGroupOp) if op.pending.value.data]
     in_loop.pending = IntegerAttr(2, i32)
-    with pytest.raises(NvgpuError, match=r"wgmma read slot \d of ring a_b_ring_buf\d after it was"):
-        run_mutant(module, MUTATION_OPTIONS)
+    for schedule in ("producer-first", "consumer-first"):
+        with pytest.raises(NvgpuError, match=EARLY_RELEASE):
+            run_mutant(module, MUTATION_OPTIONS, schedule)
 
 
 def test_dropped_wait_group_is_an_early_release() -> None:
@@ -200,7 +208,7 @@ def test_dropped_wait_group_is_an_early_release() -> None:
     for op in ops_of(module, nvgpu.WgmmaWaitGroupOp):
         op.detach()
         op.erase()
-    with pytest.raises(NvgpuError, match="after it was released"):
+    with pytest.raises(NvgpuError, match=EARLY_RELEASE):
         run_mutant(module, MUTATION_OPTIONS)
 
 
@@ -254,6 +262,76 @@ def test_missing_expect_tx_deadlocks() -> None:
         op.detach()
         op.erase()
     with pytest.raises(DeadlockError, match="try_wait.parity"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+# ------------------------------------------------- mutations of the legalize-nvgpu plan
+
+
+def test_overlapping_smem_placement_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    b_buf = next(op for op in ops_of(module, nvgpu.SmemAllocOp) if op.buf.name_hint.endswith("1"))
+    b_buf.offset = IntegerAttr(16384, i32)  # inside A's slot 0
+    with pytest.raises(NvgpuError, match=r"placed at smem bytes \[16384, 49152\) overlaps a_b_"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_barriers_placed_on_a_buffer_are_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    empty = next(op for op in ops_of(module, nvgpu.MBarrierAllocOp) if "empty" in op.bars.name_hint)
+    empty.offset = IntegerAttr(65544, i32)  # the full barriers' second barrier
+    with pytest.raises(NvgpuError, match="overlaps a_b_ring_full"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_descriptor_step_is_a_wrong_result() -> None:
+    """B's second k step reads the third 16-column slice again: the plan, not the op's
+    operands, says where each instruction reads."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    assert list(mma.b_desc_steps.get_values()) == [0, 2, 4, 6]
+    mma.b_desc_steps = DenseArrayBase.from_list(i64, [0, 4, 4, 6])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_descriptor_step_outside_the_slot_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    mma.a_desc_steps = DenseArrayBase.from_list(i64, [0, 2, 4, 7])
+    with pytest.raises(NvgpuError, match="descriptor step 3 points at byte 112 of a slot"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_descriptor_stride_is_caught() -> None:
+    """SBO (bits 32..45, 16-byte units) of 4 rows instead of 8 rows of 128 bytes."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    bits = mma.b_desc_bits.value.data
+    mma.b_desc_bits = IntegerAttr(bits & ~(0x3FFF << 32) | (32 << 32), i64)
+    with pytest.raises(NvgpuError, match="says swizzle 128 B, SBO 512 B"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_box_column_offset_is_a_wrong_result() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    load = ops_of(module, nvgpu.TmaLoadOp)[0]
+    load.box_col_offsets = DenseArrayBase.from_list(i32, [8])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_box_off_its_slab_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    load = ops_of(module, nvgpu.TmaLoadOp)[1]
+    load.box_smem_offsets = DenseArrayBase.from_list(i32, [64])
+    with pytest.raises(NvgpuError, match="box at slot byte 64 does not start a free 128x64"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_unlegalized_module_is_refused() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    for op in ops_of(module, nvgpu.SmemAllocOp):
+        op.offset = None
+    with pytest.raises(NvgpuError, match="has no smem offset; run legalize-nvgpu first"):
         run_mutant(module, MUTATION_OPTIONS)
 
 
