@@ -19,11 +19,26 @@ Hardware semantics modelled:
   `nvgpu.tma_load` lands at a scheduler-chosen moment with complete_tx of its bytes;
 * `nvgpu.wgmma_mma_async` reads nothing when issued: its smem operands are read when
   `nvgpu.wgmma_wait_group` retires its commit group (wait_group N leaves the N newest groups
-  in flight). A write into a slot that an unretired wgmma still reads -- the producer refilling
-  a slot released too early -- is an error naming both ops, as is reading a result before its
-  group retired, or issuing one on a slot a copy still writes. (Since any write between issue
-  and retirement is an error, a read at any moment in between sees the same data: retiring
-  is the one read point modelled.)
+  in flight). A plain `mbarrier_arrive` on the barrier that guards a slot (the one the slot's
+  writer waited on last before writing it: the ring's empty barrier) while one of the
+  warpgroup's unretired wgmmas reads that slot is an early release, reported at the arrive;
+  a write into a slot an unretired wgmma reads is an error naming both ops, as is reading a
+  result before its group retired, or issuing one on a slot a copy still writes. (Since any
+  write between issue and retirement is an error, a read at any moment in between sees the
+  same data: retiring is the one read point modelled.)
+
+The legalize-nvgpu plan is what runs, so a wrong plan shows here as it would on the GPU:
+
+* every `smem_alloc` / `mbarrier_alloc` takes the bytes its `offset` says; two allocations
+  sharing a byte is an error;
+* a wgmma reads each instruction's operand where its descriptor says: the constant bits are
+  decoded (swizzle span, LBO, SBO must describe the slot) and each step is turned back into
+  the slot row and column the instruction starts at (an offset no operand starts at is an
+  error, a wrong but possible one a wrong result);
+* a TMA load lands box by box where the box plan says (column slab, innermost coordinate);
+* fragment stores write where their store plan puts each pair; a global store drops what
+  its planned clip tests drop, and an element the plan lets through outside the tensor is an
+  error.
 * `nvgpu.tma_store` reads its slot and writes global memory at a scheduler-chosen moment after
   `nvgpu.tma_store_commit`; `nvgpu.tma_store_wait N` blocks until at most N of the thread's
   groups are unread; writing a slot a store still reads is an error;
@@ -52,7 +67,7 @@ from xdsl.ir import Block, Operation
 
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import THREADS_ATTR
+from tawa_xdsl.dialects.nvgpu import INT_ARITH, THREADS_ATTR
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, Program, Return, sync_point
 from tawa_xdsl.interp.fragments import (
@@ -787,20 +802,33 @@ def per_value(value: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any]) -> tuple:
-    """Each active thread writes its values into the slot (a wider fragment: into slots
-    `slot`, `slot + 1`, ..., one column slab each), from row `row` on."""
+    """Each active thread runs the store plan (`legalize-nvgpu`): store k writes the pair of
+    values `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from its layout origin
+    (plus `row`); a fragment wider than a slot fills slots `slot`, `slot + 1`, ..., one
+    column slab each."""
     value, smem, slot, *row = operands
+    plan = op.plan()
+    if plan is None:
+        raise error(op, "has no store plan; run legalize-nvgpu first")
     values = fragment_value(op, value)
     mask = warpgroup(ev).mask
-    rows, cols = coords_of(op.value.type)
-    slab = smem.type.slot_shape[-1]
-    slots = per_value(slot, values.shape) + cols // slab
-    rows = rows + (per_value(row[0], values.shape) if row else 0)
+    ty = op.value.type
+    assert isinstance(ty, nvgpu.FragmentType)
+    row0, col0 = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    if row:
+        row0 = row0 + per_value(row[0], (WARPGROUP_THREADS, 1))[:, 0]
+    first = np.array([v + i for v, _, _ in plan for i in range(2)])
+    rows = row0[:, None] + np.array([r for _, r, _ in plan for _ in range(2)])
+    cols = col0[:, None] + np.array([c + i for _, _, c in plan for i in range(2)])
+    slot_rows, slab = smem.type.slot_shape
+    slots = per_value(slot, rows.shape) + cols // slab
+    if ((rows < 0) | (rows >= slot_rows))[mask].any():
+        raise error(op, f"store plan writes rows outside the {slot_rows}-row slot of {smem.name}")
     guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
     for index in np.unique(slots[mask]):
         target = begin_write(op, smem, int(index), guard)
         mine = (slots == index) & mask[:, None]
-        target.data[rows[mine], cols[mine] % slab] = values[mine]
+        target.data[rows[mine], cols[mine] % slab] = values[:, first][mine]
         target.written = True
     return ()
 
@@ -808,21 +836,52 @@ def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any
 def _fragment_store_global(
     ev: Evaluator, op: nvgpu.FragmentStoreGlobalOp, operands: list[Any]
 ) -> tuple[()]:
-    """Accumulator element (r, c) goes to `[lead..., row + r, col + c]`; a row vector's
-    element r to `[lead..., row, col + r]`, written by the first thread of each quad."""
+    """Each active thread runs the store plan (`legalize-nvgpu`): store k writes values
+    `store_values[k]..` at `(store_rows[k], store_cols[k])` from the thread's layout origin
+    (an accumulator's pair along the columns; a row vector's value along the plane's columns,
+    by the first lane of each quad), when that position passes the clip test of every dim in
+    `clip_dims`. An element the plan lets through outside the tensor is an error."""
     value, desc, *offsets = operands
+    plan = op.plan()
+    if plan is None or op.clip_dims is None:
+        raise error(op, "has no store plan; run legalize-nvgpu first")
     values = fragment_value(op, value)
+    ty = op.value.type
+    assert isinstance(ty, nvgpu.FragmentType)
+    row0, col0 = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
     threads = warpgroup(ev).mask.copy()
-    coords = coords_of(op.value.type)
-    if len(coords) == 1:
-        threads &= np.arange(WARPGROUP_THREADS) % 4 == 0
-        coords = (np.zeros_like(coords[0]), coords[0])
-    index = [per_value(o, values.shape) for o in offsets[:-2]]
-    index += [c + per_value(o, values.shape) for c, o in zip(coords, offsets[-2:], strict=True)]
-    inside = np.broadcast_to(threads[:, None], values.shape).copy()
-    for i, extent in zip(index, desc.array.shape, strict=True):
-        inside &= (i >= 0) & (i < extent)
-    desc.array[tuple(i[inside] for i in index)] = values[inside]
+    if ty.kind == nvgpu.FragmentLayout.WGMMA_ROW:
+        threads &= col0 == 0
+        row0, col0 = np.zeros_like(row0), row0
+    clip = [int(d) for d in op.clip_dims.get_values()]
+    lead = [np.full(WARPGROUP_THREADS, int(o)) for o in offsets[:-2]]
+    base_row = per_value(offsets[-2], (WARPGROUP_THREADS, 1))[:, 0] + row0
+    base_col = per_value(offsets[-1], (WARPGROUP_THREADS, 1))[:, 0] + col0
+    for first, drow, dcol in plan:
+        index = [*lead, base_row + drow, base_col + dcol]
+        passes = threads.copy()
+        for d in clip:
+            passes &= index[d] < desc.array.shape[d]
+        extent = desc.array.shape[-1]
+        for i in range(op.store_width()):
+            element = [*index[:-1], index[-1] + i]
+            inside = [(x >= 0) & (x < n) for x, n in zip(element, desc.array.shape, strict=True)]
+            outside = ~np.all(inside, axis=0)
+            if i:
+                # A pair straddling an odd last extent keeps its first element only: no
+                # TMA-describable tensor has one (rows are 16-byte multiples), the CPU may.
+                straddles = outside & np.all(inside[:-1], axis=0) & (index[-1] < extent)
+                passes &= ~straddles
+                outside &= ~straddles
+            if (passes & outside).any():
+                t = int(np.argmax(passes & outside))
+                where = [int(x[t]) for x in element]
+                raise error(
+                    op,
+                    f"thread {t} stores value {first + i} at {where}, outside the "
+                    f"{list(desc.array.shape)} tensor: the clip plan (dims {clip}) lets it through",
+                )
+            desc.array[tuple(x[passes] for x in element)] = values[passes, first + i]
     shared(ev).written.add(id(desc.array))
     return ()
 

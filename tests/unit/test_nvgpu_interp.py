@@ -82,6 +82,24 @@ def test_gemm_matches_tile_level(options: CompileOptions, schedule: str) -> None
     np.testing.assert_array_equal(args[2], expected)
 
 
+@pytest.mark.parametrize("epilogue", ["global", "tma"])
+def test_gemm_with_slabbed_slots_matches_tile_level(epilogue: str) -> None:
+    """BLOCK_K = 128 halves are 256-byte rows: two TMA boxes per slot, descriptor steps
+    that cross into the second column slab."""
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.kernels.gemm import gemm_tile_ir
+
+    options = CompileOptions(stages=2, mma_depth=1, consumers=2, epilogue=epilogue)
+    tile = gemm_tile_ir(128, 128, 128, tl.float16)
+    module = nvgpu_module(tile, options)
+    assert any(len(op.box_smem_offsets) == 2 for op in ops_of(module, nvgpu.TmaLoadOp))
+    grid, args = gemm_args(150, 140, 300, seed=7)
+    expected = [*args[:2], np.zeros_like(args[2]), *args[3:]]
+    run_kernel(tile, grid, expected)
+    launch(module, options, grid, args)
+    np.testing.assert_array_equal(args[2], expected[2])
+
+
 def test_gemm_empty_k_loop_stores_zeros() -> None:
     options = CompileOptions(stages=2, mma_depth=2, consumers=2)
     grid, args = gemm_args(70, 130, 0)
@@ -325,6 +343,37 @@ def test_box_off_its_slab_is_caught() -> None:
     load.box_smem_offsets = DenseArrayBase.from_list(i32, [64])
     with pytest.raises(NvgpuError, match="box at slot byte 64 does not start a free 128x64"):
         run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_store_row_offset_is_a_wrong_result() -> None:
+    """The second st.global of each thread lands 8 rows too low (the layout says +8)."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreGlobalOp)
+    rows = list(store.store_rows.get_values())
+    assert rows[:2] == [0, 8]
+    store.store_rows = DenseArrayBase.from_list(i32, [0, 16, *rows[2:]])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_store_not_clipped_at_the_last_row_is_caught() -> None:
+    """A clip plan that tests only the columns writes the rows below a 130-row tensor."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreGlobalOp)
+    assert list(store.clip_dims.get_values()) == [0, 1]
+    store.clip_dims = DenseArrayBase.from_list(i32, [1])
+    with pytest.raises(NvgpuError, match=r"outside the \[130, 130\] tensor: the clip plan \(dims"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_staging_store_column_is_a_wrong_result() -> None:
+    """The TMA-store epilogue stages the tile in smem: one st.shared pair 8 columns off."""
+    options = CompileOptions(stages=2, mma_depth=2, consumers=2, epilogue="tma")
+    module = nvgpu_module(tile_module("gemm"), options)
+    (store,) = ops_of(module, nvgpu.FragmentStoreOp)
+    cols = list(store.store_cols.get_values())
+    store.store_cols = DenseArrayBase.from_list(i32, [8, *cols[1:]])
+    assert run_mutant(nvgpu_module(tile_module("gemm"), options), options)
+    assert not run_mutant(module, options)
 
 
 def test_unlegalized_module_is_refused() -> None:
