@@ -18,8 +18,9 @@ Levels, in order (`LEVELS`):
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
-* `nvgpu`: `lower-to-nvgpu`, then the nvgpu interpreter (every thread, fragments through
-  their layouts, wgmma reading smem when retired) under the case's nvgpu schedule: bit for
+* `nvgpu`: `lower-to-nvgpu` and `legalize-nvgpu`, then the nvgpu interpreter (every thread,
+  fragments through their layouts, wgmma reading smem where its descriptor plan says when
+  retired, TMA boxes where the box plan puts them) under the case's nvgpu schedule: bit for
   bit equal to the tile level where the fragment math is numpy's, else (exp2, row sums,
   max.f32 on NaN are the GPU's) within the numpy bounds. Skipped, and counted, for programs
   the lowering refuses.
@@ -181,17 +182,20 @@ def _lowered(text: str, options: Options) -> Any:
 
 @lru_cache(maxsize=64)
 def _nvgpu_level(text: str, options: Options) -> Any:
-    """The program after `lower-to-nvgpu`, or the lowering's one-line refusal (a string)."""
+    """The program after `lower-to-nvgpu` and `legalize-nvgpu` (the IR emit-ptx prints), or
+    the one-line refusal of either (a string)."""
     from xdsl.utils.exceptions import PassFailedException
 
     from tawa_xdsl.dialects import make_context
+    from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
     from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
 
     module = _lowered(text, options).clone()
     try:
         LowerToNvgpuPass().apply(make_context(), module)
+        LegalizeNvgpuPass().apply(make_context(), module)
     except PassFailedException as error:
-        return f"lower-to-nvgpu refuses it: {str(error).splitlines()[0][:100]}"
+        return f"the nvgpu lowering refuses it: {str(error).splitlines()[0][:100]}"
     module.verify()
     return module
 

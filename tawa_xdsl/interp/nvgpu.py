@@ -19,11 +19,26 @@ Hardware semantics modelled:
   `nvgpu.tma_load` lands at a scheduler-chosen moment with complete_tx of its bytes;
 * `nvgpu.wgmma_mma_async` reads nothing when issued: its smem operands are read when
   `nvgpu.wgmma_wait_group` retires its commit group (wait_group N leaves the N newest groups
-  in flight). A write into a slot that an unretired wgmma still reads -- the producer refilling
-  a slot released too early -- is an error naming both ops, as is reading a result before its
-  group retired, or issuing one on a slot a copy still writes. (Since any write between issue
-  and retirement is an error, a read at any moment in between sees the same data: retiring
-  is the one read point modelled.)
+  in flight). A plain `mbarrier_arrive` on the barrier that guards a slot (the one the slot's
+  writer waited on last before writing it: the ring's empty barrier) while one of the
+  warpgroup's unretired wgmmas reads that slot is an early release, reported at the arrive;
+  a write into a slot an unretired wgmma reads is an error naming both ops, as is reading a
+  result before its group retired, or issuing one on a slot a copy still writes. (Since any
+  write between issue and retirement is an error, a read at any moment in between sees the
+  same data: retiring is the one read point modelled.)
+
+The legalize-nvgpu plan is what runs, so a wrong plan shows here as it would on the GPU:
+
+* every `smem_alloc` / `mbarrier_alloc` takes the bytes its `offset` says; two allocations
+  sharing a byte is an error;
+* a wgmma reads each instruction's operand where its descriptor says: the constant bits are
+  decoded (swizzle span, LBO, SBO must describe the slot) and each step is turned back into
+  the slot row and column the instruction starts at (an offset no operand starts at is an
+  error, a wrong but possible one a wrong result);
+* a TMA load lands box by box where the box plan says (column slab, innermost coordinate);
+* fragment stores write where their store plan puts each pair; a global store drops what
+  its planned clip tests drop, and an element the plan lets through outside the tensor is an
+  error.
 * `nvgpu.tma_store` reads its slot and writes global memory at a scheduler-chosen moment after
   `nvgpu.tma_store_commit`; `nvgpu.tma_store_wait N` blocks until at most N of the thread's
   groups are unread; writing a slot a store still reads is an error;
@@ -39,6 +54,7 @@ raises the scheduler's `DeadlockError` with every barrier's state.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +67,7 @@ from xdsl.ir import Block, Operation
 
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import THREADS_ATTR
+from tawa_xdsl.dialects.nvgpu import INT_ARITH, THREADS_ATTR
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, Program, Return, sync_point
 from tawa_xdsl.interp.fragments import (
@@ -97,6 +113,9 @@ class Slot:
     written: bool = False
     readers: list[PendingMma] = field(default_factory=list)
     store_readers: int = 0
+    # The mbarrier (array, index) its last writer waited on before writing: the barrier a
+    # consumer arrives on to release the slot.
+    guard: tuple[BarrierArray, int] | None = None
 
 
 @dataclass
@@ -115,6 +134,7 @@ class PendingMma:
     b: tuple[Smem, int]
     acc: Any
     result: PendingResult
+    reads: list[tuple[Smem, int]] = field(default_factory=list)  # (buffer, slot) read
 
 
 @dataclass(eq=False)
@@ -136,12 +156,18 @@ class Warpgroup:
     mask: np.ndarray = field(default_factory=lambda: np.ones(WARPGROUP_THREADS, bool))
     uncommitted: list[PendingMma] = field(default_factory=list)
     groups: deque[list[PendingMma]] = field(default_factory=deque)
+    # Per thread: the mbarrier (array, index) it waited on last.
+    last_wait: dict[int, tuple[BarrierArray, int]] = field(default_factory=dict)
     # Per thread: TMA stores issued but not committed, and committed groups not yet read.
     stores: dict[int, list[PendingStore]] = field(default_factory=dict)
     store_groups: dict[int, list[object]] = field(default_factory=dict)
 
     def threads(self) -> np.ndarray:
         return np.flatnonzero(self.mask)
+
+    def unretired(self) -> list[PendingMma]:
+        """The wgmmas issued and not yet retired by a wgmma_wait_group."""
+        return [*itertools.chain.from_iterable(self.groups), *self.uncommitted]
 
     def warps_arriving(self) -> int:
         return int(self.mask.reshape(-1, WARP_THREADS).any(axis=1).sum())
@@ -164,6 +190,7 @@ class NvgpuState:
     warpgroups: list[Warpgroup] = field(default_factory=list)
     in_flight: int = 0
     written: set[int] = field(default_factory=set)
+    placed: dict[Operation, tuple[int, int]] = field(default_factory=dict)  # [start, end)
 
     def describe(self) -> str:
         lines = ["barrier states:"]
@@ -322,12 +349,31 @@ def _elect(ev: Evaluator, op: Operation, operands: list[Any]) -> tuple[np.ndarra
 # ----------------------------------------------------------------------------- mbarriers
 
 
+def place(op: nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp, state: NvgpuState) -> None:
+    """Take the bytes legalize-nvgpu placed the allocation at; two allocations may not share
+    a byte of the smem window."""
+    if op.offset is None:
+        raise error(op, "has no smem offset; run legalize-nvgpu first")
+    start = op.offset.value.data
+    end = start + nvgpu.allocation_bytes(op.results[0].type)
+    for other, (lo, hi) in state.placed.items():
+        if start < hi and lo < end:
+            raise error(
+                op,
+                f"placed at smem bytes [{start}, {end}) overlaps "
+                f"{other.results[0].name_hint or other.name} at [{lo}, {hi}) "
+                f"({op_location(other)})",
+            )
+    state.placed[op] = (start, end)
+
+
 def _alloc_barriers(ev: Evaluator, op: nvgpu.MBarrierAllocOp, operands: list[Any]) -> tuple:
     assert isinstance(op.bars.type, nvgpu.MBarrierType)
     name = op.bars.name_hint or "bar"
     count = op.bars.type.num_barriers
     objects = shared(ev).objects
     if op not in objects:
+        place(op, shared(ev))
         objects[op] = BarrierArray(name, [Barrier() for _ in range(count)])
     return (objects[op],)
 
@@ -352,15 +398,36 @@ def _arrive(ev: Evaluator, op: Operation, operands: list[Any]) -> Generator[Bloc
     yield from point(op)
     bars, slot = operands
     tx = op.tx_bytes.value.data if isinstance(op, nvgpu.MBarrierArriveExpectTxOp) else 0
-    for t in warpgroup(ev).threads():
-        _barrier(op, bars, at(slot, t)).arrive(op, tx)
+    wg = warpgroup(ev)
+    for t in wg.threads():
+        index = int(at(slot, t))
+        if not tx:
+            check_release(op, wg, bars, index)
+        _barrier(op, bars, index).arrive(op, tx)
     return ()
+
+
+def check_release(op: Operation, wg: Warpgroup, bars: BarrierArray, index: int) -> None:
+    """An arrive on the barrier that guards a slot releases it: none of the warpgroup's
+    unretired wgmmas may still read that slot."""
+    for mma in wg.unretired():
+        for smem, slot in mma.reads:
+            if smem.slots[slot].guard == (bars, index):
+                raise error(
+                    op,
+                    f"releases slot {slot} of {smem.name} ({bars.name}[{index}]) while the "
+                    f"wgmma at {op_location(mma.op)} still reads it: no wgmma_wait_group "
+                    "retired that wgmma before the release",
+                )
 
 
 def _wait(ev: Evaluator, op: nvgpu.MBarrierWaitOp, operands: list[Any]) -> Generator[Blocked]:
     bars, slot, parity = operands
     yield from point(op)
-    waits = {(int(at(slot, t)), int(at(parity, t)) & 1) for t in warpgroup(ev).threads()}
+    wg = warpgroup(ev)
+    waits = {(int(at(slot, t)), int(at(parity, t)) & 1) for t in wg.threads()}
+    for t in wg.threads():
+        wg.last_wait[int(t)] = (bars, int(at(slot, t)))
     for s, p in sorted(waits):
         bar = _barrier(op, bars, s)
         if bar.bit == p:
@@ -377,6 +444,7 @@ def _alloc_smem(ev: Evaluator, op: nvgpu.SmemAllocOp, operands: list[Any]) -> tu
     assert isinstance(smem, nvgpu.SmemType)
     objects = shared(ev).objects
     if op not in objects:
+        place(op, shared(ev))
         dtype = numpy_dtype(smem.element_type)
         slots = [Slot(np.full(smem.slot_shape, np.nan, dtype)) for _ in range(smem.slot_count)]
         objects[op] = Smem(op.buf.name_hint or "smem", smem, slots)
@@ -390,8 +458,11 @@ def slot_of(op: Operation, smem: Smem, slot: Any) -> Slot:
     return smem.slots[s]
 
 
-def begin_write(op: Operation, smem: Smem, index: int) -> Slot:
-    """A write into a slot is starting: nothing asynchronous may still read or write it."""
+def begin_write(
+    op: Operation, smem: Smem, index: int, guard: tuple[BarrierArray, int] | None
+) -> Slot:
+    """A write into a slot is starting: nothing asynchronous may still read or write it.
+    `guard` is the barrier the writing thread waited on last: the one that releases it."""
     slot = slot_of(op, smem, index)
     for reader in slot.readers:
         raise error(
@@ -404,6 +475,7 @@ def begin_write(op: Operation, smem: Smem, index: int) -> Slot:
         raise error(op, f"writes slot {index} of {smem.name} while a TMA store still reads it")
     if slot.writing:
         raise error(op, f"writes slot {index} of {smem.name} while a TMA copy still writes it")
+    slot.guard = guard
     return slot
 
 
@@ -416,17 +488,50 @@ def readable(op: Operation, smem: Smem, index: int) -> Slot:
     return slot
 
 
+def load_boxes(
+    op: nvgpu.TmaLoadOp, desc: Descriptor, buf: nvgpu.SmemType, offsets: list[int]
+) -> np.ndarray:
+    """The slot as the box plan fills it: box k is a `rows x span` column slab read from the
+    tensor at innermost coordinate `+ box_col_offsets[k]`, landing at slot byte
+    `box_smem_offsets[k]` (which must start a slab; every slab must be written once)."""
+    if op.box_smem_offsets is None or op.box_col_offsets is None:
+        raise error(op, "has no box plan; run legalize-nvgpu first")
+    boxes = zip(op.box_smem_offsets.get_values(), op.box_col_offsets.get_values(), strict=True)
+    eb = nvgpu.element_bytes(buf.element_type)
+    cols = buf.slot_shape[-1]
+    rows = math.prod(buf.slot_shape) // cols
+    span = buf.swizzle_bytes
+    box_cols = span // eb if span and cols * eb > span else cols
+    data = np.full((rows, cols), np.nan, numpy_dtype(buf.element_type))
+    landed: set[int] = set()
+    for smem_offset, col_offset in boxes:
+        slab, rest = divmod(int(smem_offset), rows * box_cols * eb)
+        if rest or not 0 <= slab < cols // box_cols or slab in landed:
+            raise error(
+                op,
+                f"box at slot byte {smem_offset} does not start a free {rows}x{box_cols} "
+                f"column slab of {buf}",
+            )
+        landed.add(slab)
+        box = Descriptor(desc.array, (*desc.block_shape[:-1], box_cols))
+        coords = [*offsets[:-1], offsets[-1] + int(col_offset)]
+        data[:, slab * box_cols : (slab + 1) * box_cols] = box.load(coords).reshape(rows, -1)
+    if len(landed) != cols // box_cols:
+        raise error(op, f"box plan fills {len(landed)} of the {cols // box_cols} slabs of {buf}")
+    return data.reshape(buf.slot_shape)
+
+
 def _tma_load(ev: Evaluator, op: nvgpu.TmaLoadOp, operands: list[Any]) -> tuple[()]:
     desc, *rest = operands
     offsets, (smem, slot, bars, bar_slot) = rest[: len(op.offsets)], rest[len(op.offsets) :]
-    state = shared(ev)
-    for t in warpgroup(ev).threads():
+    state, wg = shared(ev), warpgroup(ev)
+    for t in wg.threads():
         index = int(at(slot, t))
-        target = begin_write(op, smem, index)
+        target = begin_write(op, smem, index, wg.last_wait.get(int(t)))
         bar = _barrier(op, bars, at(bar_slot, t))
         target.writing += 1
         target.data = np.full_like(target.data, np.nan)  # partially written until it lands
-        block = desc.load([int(at(o, t)) for o in offsets]).reshape(smem.type.slot_shape)
+        block = load_boxes(op, desc, smem.type, [int(at(o, t)) for o in offsets])
         state.in_flight += 1
         ev.state["scheduler"].spawn(
             Task(f"TMA -> {smem.name}[{index}]", _land(op, state, target, block, bar), "tma")
@@ -447,8 +552,10 @@ def _land(
 def _smem_store(ev: Evaluator, op: nvgpu.SmemStoreOp, operands: list[Any]) -> tuple[()]:
     """Every active thread stores the (uniform) tile: the same bytes, once in effect."""
     value, smem, slot = operands
-    if warpgroup(ev).mask.any():
-        target = begin_write(op, smem, int(uniform(op, slot, warpgroup(ev).mask)))
+    wg = warpgroup(ev)
+    if wg.mask.any():
+        guard = wg.last_wait.get(int(wg.threads()[0]))
+        target = begin_write(op, smem, int(uniform(op, slot, wg.mask)), guard)
         target.data, target.written = np.array(value, copy=True), True
     return ()
 
@@ -531,26 +638,132 @@ def _wgmma(ev: Evaluator, op: Operation, operands: list[Any]) -> tuple[PendingRe
     b_index = int(uniform(op, b_slot, wg.mask))
     read.append(readable(op, b_smem, b_index))
     mma = PendingMma(op, a, (b_smem, b_index), acc, PendingResult(op))
+    mma.reads = [(b_smem, b_index)] + ([(a[0], a[1])] if isinstance(a, tuple) else [])
     for slot in read:
         slot.readers.append(mma)
     wg.uncommitted.append(mma)
     return (mma.result,)
 
 
+SPAN_OF_LAYOUT = {code: span for span, code in nvgpu.DESCRIPTOR_LAYOUT_CODE.items()}
+FIELD = 0x3FFF  # a 14-bit descriptor field (start address, LBO, SBO) in 16-byte units
+
+
+@dataclass(frozen=True)
+class DescriptorPlan:
+    """One smem operand's descriptor plan, decoded: swizzle span, LBO, SBO (bytes) and the
+    byte offset of each instruction's operand in the slot."""
+
+    span: int
+    lbo: int
+    sbo: int
+    offsets: list[int]
+
+    @staticmethod
+    def of(op: Operation, bits: Any, steps: Any, start: int) -> DescriptorPlan:
+        if bits is None or steps is None:
+            raise error(op, "has no descriptor plan; run legalize-nvgpu first")
+        value = bits.value.data & (2**64 - 1)  # an i64 attribute holds the bits signed
+        if value & FIELD or (value >> 49) & 0x7:
+            raise error(op, f"descriptor bits 0x{value:016X} set a start address or base offset")
+        span = SPAN_OF_LAYOUT.get(value >> 62)
+        if span is None:
+            raise error(op, f"descriptor bits 0x{value:016X} name no swizzle layout")
+        lbo = ((value >> 16) & FIELD) * nvgpu.DESCRIPTOR_UNIT
+        sbo = ((value >> 32) & FIELD) * nvgpu.DESCRIPTOR_UNIT
+        unit = nvgpu.DESCRIPTOR_UNIT
+        return DescriptorPlan(span, lbo, sbo, [start + int(x) * unit for x in steps.get_values()])
+
+    def check(self, op: Operation, smem: Smem, mn_major: bool) -> None:
+        """The bits describe the slot's layout: its swizzle, 8-row core groups (SBO) and, for
+        MN-major slots wider than the span, the distance between column slabs (LBO)."""
+        buf = smem.type
+        rows = math.prod(buf.slot_shape[:-1])
+        wide = buf.slot_shape[-1] * nvgpu.element_bytes(buf.element_type) > self.span
+        if self.span != buf.swizzle_bytes or self.sbo != 8 * self.span:
+            raise error(
+                op,
+                f"descriptor of {smem.name} says swizzle {self.span} B, SBO {self.sbo} B; the "
+                f"slot is {buf} (SBO {8 * buf.swizzle_bytes} B)",
+            )
+        if mn_major and wide and self.lbo != rows * self.span:
+            raise error(
+                op,
+                f"descriptor of {smem.name} says LBO {self.lbo} B between column slabs; the "
+                f"slot's slabs are {rows * self.span} B apart",
+            )
+
+    def k_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, rows: int, k: int):
+        """The `rows x k` operand of instruction n of a K-major slot: a byte offset is
+        slab * (slot rows * span) + row * span + byte within the row's span."""
+        eb = nvgpu.element_bytes(smem.type.element_type)
+        slab, rest = divmod(self.offsets[n], data.shape[0] * self.span)
+        row, within = divmod(rest, self.span)
+        col, odd = divmod(slab * self.span + within, eb)
+        if odd or within + k * eb > self.span or row + rows > data.shape[0]:
+            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
+        if col + k > data.shape[1]:
+            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
+        return data[row : row + rows, col : col + k]
+
+    def mn_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, k: int):
+        """The `k x N` operand of instruction n of an MN-major slot: it starts at a K row of
+        the first column slab and spans every column (slabs LBO apart)."""
+        row, within = divmod(self.offsets[n], self.span)
+        if within or row + k > data.shape[0]:
+            raise error(op, self.outside(smem, n, f"{k}-row MN-major"))
+        return data[row : row + k]
+
+    def outside(self, smem: Smem, n: int, what: str) -> str:
+        return (
+            f"descriptor step {n} points at byte {self.offsets[n]} of a slot of {smem.name} "
+            f"({smem.type}), where no {what} operand starts"
+        )
+
+
 def _retire(mma: PendingMma) -> None:
-    """The wgmma's smem reads and math happen now: `result = acc + A @ B`."""
+    """The wgmma's smem reads and math happen now: `result = acc + A @ B`, with A and B read
+    instruction by instruction where the descriptor plans say (`legalize-nvgpu`)."""
     op = mma.op
     assert isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp)
     b_smem, b_index = mma.b
     b_slot = readable(op, b_smem, b_index)
     b_slot.readers.remove(mma)
-    b = b_slot.data if op.transpose_b else b_slot.data.T
+    rows, n = op.acc.type.get_shape()  # type: ignore[attr-defined]
+    transposed = op.transpose_b is not None
+    k = b_smem.type.slot_shape[0] if transposed else b_smem.type.slot_shape[1]
+    blocks, k_steps = nvgpu.instruction_count(rows, k, b_smem.type.element_type)
+    step = k // k_steps
+    b_plan = DescriptorPlan.of(op, op.b_desc_bits, op.b_desc_steps, 0)
+    b_plan.check(op, b_smem, transposed)
+    if transposed:
+        b = np.concatenate(
+            [b_plan.mn_major(op, b_smem, b_slot.data, j, step) for j in range(k_steps)]
+        )
+    else:
+        pieces = [b_plan.k_major(op, b_smem, b_slot.data, j, n, step) for j in range(k_steps)]
+        b = np.concatenate(pieces, axis=1).T
     if isinstance(mma.a, tuple):
         a_smem, a_index, row = mma.a
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
-        rows = op.acc.type.get_shape()[0]  # type: ignore[attr-defined]
-        a = a_slot.data[row : row + rows]
+        a_plan = DescriptorPlan.of(
+            op, op.a_desc_bits, op.a_desc_steps, row * a_smem.type.swizzle_bytes
+        )
+        a_plan.check(op, a_smem, False)
+        block_rows = rows // blocks
+        a = np.concatenate(
+            [
+                np.concatenate(
+                    [
+                        a_plan.k_major(op, a_smem, a_slot.data, bl * k_steps + j, block_rows, step)
+                        for j in range(k_steps)
+                    ],
+                    axis=1,
+                )
+                for bl in range(blocks)
+            ]
+        )
     else:
         a = mma.a
     acc = to_tile(op.acc.type, fragment_value(op, mma.acc))
@@ -589,19 +802,33 @@ def per_value(value: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any]) -> tuple:
-    """Each active thread writes its values into the slot (a wider fragment: into slots
-    `slot`, `slot + 1`, ..., one column slab each), from row `row` on."""
+    """Each active thread runs the store plan (`legalize-nvgpu`): store k writes the pair of
+    values `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from its layout origin
+    (plus `row`); a fragment wider than a slot fills slots `slot`, `slot + 1`, ..., one
+    column slab each."""
     value, smem, slot, *row = operands
+    plan = op.plan()
+    if plan is None:
+        raise error(op, "has no store plan; run legalize-nvgpu first")
     values = fragment_value(op, value)
     mask = warpgroup(ev).mask
-    rows, cols = coords_of(op.value.type)
-    slab = smem.type.slot_shape[-1]
-    slots = per_value(slot, values.shape) + cols // slab
-    rows = rows + (per_value(row[0], values.shape) if row else 0)
+    ty = op.value.type
+    assert isinstance(ty, nvgpu.FragmentType)
+    row0, col0 = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    if row:
+        row0 = row0 + per_value(row[0], (WARPGROUP_THREADS, 1))[:, 0]
+    first = np.array([v + i for v, _, _ in plan for i in range(2)])
+    rows = row0[:, None] + np.array([r for _, r, _ in plan for _ in range(2)])
+    cols = col0[:, None] + np.array([c + i for _, _, c in plan for i in range(2)])
+    slot_rows, slab = smem.type.slot_shape
+    slots = per_value(slot, rows.shape) + cols // slab
+    if ((rows < 0) | (rows >= slot_rows))[mask].any():
+        raise error(op, f"store plan writes rows outside the {slot_rows}-row slot of {smem.name}")
+    guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
     for index in np.unique(slots[mask]):
-        target = begin_write(op, smem, int(index))
+        target = begin_write(op, smem, int(index), guard)
         mine = (slots == index) & mask[:, None]
-        target.data[rows[mine], cols[mine] % slab] = values[mine]
+        target.data[rows[mine], cols[mine] % slab] = values[:, first][mine]
         target.written = True
     return ()
 
@@ -609,21 +836,52 @@ def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any
 def _fragment_store_global(
     ev: Evaluator, op: nvgpu.FragmentStoreGlobalOp, operands: list[Any]
 ) -> tuple[()]:
-    """Accumulator element (r, c) goes to `[lead..., row + r, col + c]`; a row vector's
-    element r to `[lead..., row, col + r]`, written by the first thread of each quad."""
+    """Each active thread runs the store plan (`legalize-nvgpu`): store k writes values
+    `store_values[k]..` at `(store_rows[k], store_cols[k])` from the thread's layout origin
+    (an accumulator's pair along the columns; a row vector's value along the plane's columns,
+    by the first lane of each quad), when that position passes the clip test of every dim in
+    `clip_dims`. An element the plan lets through outside the tensor is an error."""
     value, desc, *offsets = operands
+    plan = op.plan()
+    if plan is None or op.clip_dims is None:
+        raise error(op, "has no store plan; run legalize-nvgpu first")
     values = fragment_value(op, value)
+    ty = op.value.type
+    assert isinstance(ty, nvgpu.FragmentType)
+    row0, col0 = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
     threads = warpgroup(ev).mask.copy()
-    coords = coords_of(op.value.type)
-    if len(coords) == 1:
-        threads &= np.arange(WARPGROUP_THREADS) % 4 == 0
-        coords = (np.zeros_like(coords[0]), coords[0])
-    index = [per_value(o, values.shape) for o in offsets[:-2]]
-    index += [c + per_value(o, values.shape) for c, o in zip(coords, offsets[-2:], strict=True)]
-    inside = np.broadcast_to(threads[:, None], values.shape).copy()
-    for i, extent in zip(index, desc.array.shape, strict=True):
-        inside &= (i >= 0) & (i < extent)
-    desc.array[tuple(i[inside] for i in index)] = values[inside]
+    if ty.kind == nvgpu.FragmentLayout.WGMMA_ROW:
+        threads &= col0 == 0
+        row0, col0 = np.zeros_like(row0), row0
+    clip = [int(d) for d in op.clip_dims.get_values()]
+    lead = [np.full(WARPGROUP_THREADS, int(o)) for o in offsets[:-2]]
+    base_row = per_value(offsets[-2], (WARPGROUP_THREADS, 1))[:, 0] + row0
+    base_col = per_value(offsets[-1], (WARPGROUP_THREADS, 1))[:, 0] + col0
+    for first, drow, dcol in plan:
+        index = [*lead, base_row + drow, base_col + dcol]
+        passes = threads.copy()
+        for d in clip:
+            passes &= index[d] < desc.array.shape[d]
+        extent = desc.array.shape[-1]
+        for i in range(op.store_width()):
+            element = [*index[:-1], index[-1] + i]
+            inside = [(x >= 0) & (x < n) for x, n in zip(element, desc.array.shape, strict=True)]
+            outside = ~np.all(inside, axis=0)
+            if i:
+                # A pair straddling an odd last extent keeps its first element only: no
+                # TMA-describable tensor has one (rows are 16-byte multiples), the CPU may.
+                straddles = outside & np.all(inside[:-1], axis=0) & (index[-1] < extent)
+                passes &= ~straddles
+                outside &= ~straddles
+            if (passes & outside).any():
+                t = int(np.argmax(passes & outside))
+                where = [int(x[t]) for x in element]
+                raise error(
+                    op,
+                    f"thread {t} stores value {first + i} at {where}, outside the "
+                    f"{list(desc.array.shape)} tensor: the clip plan (dims {clip}) lets it through",
+                )
+            desc.array[tuple(x[passes] for x in element)] = values[passes, first + i]
     shared(ev).written.add(id(desc.array))
     return ()
 

@@ -16,6 +16,10 @@ that needs a plan gets it as properties, checked by the op's verifier:
   map's box is `rows x span`): its smem offset and its innermost-coordinate offset.
 * `nvgpu.fragment_mask`: the branch plan, the largest value of each condition's left side over
   the tile; the printer skips the selects when every bound exceeds its corner.
+* `nvgpu.fragment_store_global` / `nvgpu.fragment_store`: the store plan, one entry per
+  `st.global` / `st.shared` (its first value and that value's offset from the thread's
+  origin, from the fragment's layout object); a global store also the dims it is clipped
+  against (the plane's rows and columns).
 
 Running it twice writes the same plans. It rejects, naming the op, smem operands a wgmma
 descriptor cannot describe (no swizzle; slabs or MN-major with a swizzle other than 128 B)
@@ -159,6 +163,29 @@ def legalize_fragment_mask(op: nvgpu.FragmentMaskOp) -> None:
     op.skip_corners = DenseArrayBase.from_list(i32, corners)
 
 
+def plan_stores(op: nvgpu.FragmentStoreOp | nvgpu.FragmentStoreGlobalOp, width: int) -> None:
+    """The store plan: each store's first value and its (row, col) offset from the thread's
+    origin, as the fragment's layout object places them (a row vector's rows count along
+    the plane's columns)."""
+    ty = fragment_type(op.value)
+    shape, layout = ty.get_shape(), ty.layout_object
+    values = list(range(0, ty.values_per_thread(), width))
+    if ty.kind == nvgpu.FragmentLayout.WGMMA_ROW:
+        rows, cols = [0] * len(values), [layout.value_offset(shape, v) for v in values]
+    else:
+        rows, cols = zip(*(layout.value_offset(shape, v) for v in values), strict=True)
+    op.store_values = DenseArrayBase.from_list(i32, values)
+    op.store_rows = DenseArrayBase.from_list(i32, list(rows))
+    op.store_cols = DenseArrayBase.from_list(i32, list(cols))
+
+
+def legalize_store_global(op: nvgpu.FragmentStoreGlobalOp) -> None:
+    """The store plan, clipped against the plane's rows and columns."""
+    plan_stores(op, op.store_width())
+    rank = len(op.offsets)
+    op.clip_dims = DenseArrayBase.from_list(i32, [rank - 2, rank - 1])
+
+
 @dataclass(frozen=True)
 class LegalizeNvgpuPass(ModulePass):
     """Write the smem placement and the descriptor, box and branch plans emit-ptx prints
@@ -179,3 +206,7 @@ class LegalizeNvgpuPass(ModulePass):
                 legalize_tma_store(inner)
             elif isinstance(inner, nvgpu.FragmentMaskOp):
                 legalize_fragment_mask(inner)
+            elif isinstance(inner, nvgpu.FragmentStoreGlobalOp):
+                legalize_store_global(inner)
+            elif isinstance(inner, nvgpu.FragmentStoreOp):
+                plan_stores(inner, 2)

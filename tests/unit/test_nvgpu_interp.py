@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i32, i64
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -80,6 +80,24 @@ def test_gemm_matches_tile_level(options: CompileOptions, schedule: str) -> None
     expected = gemm_expected(grid, args)
     launch(nvgpu_module(tile_module("gemm"), options), options, grid, args, schedule=schedule)
     np.testing.assert_array_equal(args[2], expected)
+
+
+@pytest.mark.parametrize("epilogue", ["global", "tma"])
+def test_gemm_with_slabbed_slots_matches_tile_level(epilogue: str) -> None:
+    """BLOCK_K = 128 halves are 256-byte rows: two TMA boxes per slot, descriptor steps
+    that cross into the second column slab."""
+    import tawa_xdsl.language as tl
+    from tawa_xdsl.kernels.gemm import gemm_tile_ir
+
+    options = CompileOptions(stages=2, mma_depth=1, consumers=2, epilogue=epilogue)
+    tile = gemm_tile_ir(128, 128, 128, tl.float16)
+    module = nvgpu_module(tile, options)
+    assert any(len(op.box_smem_offsets) == 2 for op in ops_of(module, nvgpu.TmaLoadOp))
+    grid, args = gemm_args(150, 140, 300, seed=7)
+    expected = [*args[:2], np.zeros_like(args[2]), *args[3:]]
+    run_kernel(tile, grid, expected)
+    launch(module, options, grid, args)
+    np.testing.assert_array_equal(args[2], expected[2])
 
 
 def test_gemm_empty_k_loop_stores_zeros() -> None:
@@ -185,14 +203,22 @@ def test_unmutated_gemm_survives() -> None:
     assert run_mutant(nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS), MUTATION_OPTIONS)
 
 
+EARLY_RELEASE = (
+    r"'nvgpu.mbarrier_arrive': releases slot \d of a_b_ring_buf\d \(a_b_ring_empty\[\d\]\) "
+    r"while the wgmma at \S+ still reads it"
+)
+
+
 def test_wait_group_too_shallow_is_an_early_release() -> None:
-    """wait_group 2 after each commit: the slot of the MMA one step back is released while
-    that MMA may still read it, and the producer refills it."""
+    """wait_group 2 after each commit: the consumer releases the slot of the MMA one step
+    back while that MMA may still read it; the release itself is the error, under any
+    schedule (the producer need not refill the slot first)."""
     module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
     (in_loop, *_) = [op for op in ops_of(module, nvgpu.WgmmaWaitGroupOp) if op.pending.value.data]
     in_loop.pending = IntegerAttr(2, i32)
-    with pytest.raises(NvgpuError, match=r"wgmma read slot \d of ring a_b_ring_buf\d after it was"):
-        run_mutant(module, MUTATION_OPTIONS)
+    for schedule in ("producer-first", "consumer-first"):
+        with pytest.raises(NvgpuError, match=EARLY_RELEASE):
+            run_mutant(module, MUTATION_OPTIONS, schedule)
 
 
 def test_dropped_wait_group_is_an_early_release() -> None:
@@ -200,7 +226,7 @@ def test_dropped_wait_group_is_an_early_release() -> None:
     for op in ops_of(module, nvgpu.WgmmaWaitGroupOp):
         op.detach()
         op.erase()
-    with pytest.raises(NvgpuError, match="after it was released"):
+    with pytest.raises(NvgpuError, match=EARLY_RELEASE):
         run_mutant(module, MUTATION_OPTIONS)
 
 
@@ -254,6 +280,107 @@ def test_missing_expect_tx_deadlocks() -> None:
         op.detach()
         op.erase()
     with pytest.raises(DeadlockError, match="try_wait.parity"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+# ------------------------------------------------- mutations of the legalize-nvgpu plan
+
+
+def test_overlapping_smem_placement_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    b_buf = next(op for op in ops_of(module, nvgpu.SmemAllocOp) if op.buf.name_hint.endswith("1"))
+    b_buf.offset = IntegerAttr(16384, i32)  # inside A's slot 0
+    with pytest.raises(NvgpuError, match=r"placed at smem bytes \[16384, 49152\) overlaps a_b_"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_barriers_placed_on_a_buffer_are_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    empty = next(op for op in ops_of(module, nvgpu.MBarrierAllocOp) if "empty" in op.bars.name_hint)
+    empty.offset = IntegerAttr(65544, i32)  # the full barriers' second barrier
+    with pytest.raises(NvgpuError, match="overlaps a_b_ring_full"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_descriptor_step_is_a_wrong_result() -> None:
+    """B's second k step reads the third 16-column slice again: the plan, not the op's
+    operands, says where each instruction reads."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    assert list(mma.b_desc_steps.get_values()) == [0, 2, 4, 6]
+    mma.b_desc_steps = DenseArrayBase.from_list(i64, [0, 4, 4, 6])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_descriptor_step_outside_the_slot_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    mma.a_desc_steps = DenseArrayBase.from_list(i64, [0, 2, 4, 7])
+    with pytest.raises(NvgpuError, match="descriptor step 3 points at byte 112 of a slot"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_descriptor_stride_is_caught() -> None:
+    """SBO (bits 32..45, 16-byte units) of 4 rows instead of 8 rows of 128 bytes."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    bits = mma.b_desc_bits.value.data
+    mma.b_desc_bits = IntegerAttr(bits & ~(0x3FFF << 32) | (32 << 32), i64)
+    with pytest.raises(NvgpuError, match="says swizzle 128 B, SBO 512 B"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_box_column_offset_is_a_wrong_result() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    load = ops_of(module, nvgpu.TmaLoadOp)[0]
+    load.box_col_offsets = DenseArrayBase.from_list(i32, [8])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_box_off_its_slab_is_caught() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    load = ops_of(module, nvgpu.TmaLoadOp)[1]
+    load.box_smem_offsets = DenseArrayBase.from_list(i32, [64])
+    with pytest.raises(NvgpuError, match="box at slot byte 64 does not start a free 128x64"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_store_row_offset_is_a_wrong_result() -> None:
+    """The second st.global of each thread lands 8 rows too low (the layout says +8)."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreGlobalOp)
+    rows = list(store.store_rows.get_values())
+    assert rows[:2] == [0, 8]
+    store.store_rows = DenseArrayBase.from_list(i32, [0, 16, *rows[2:]])
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_store_not_clipped_at_the_last_row_is_caught() -> None:
+    """A clip plan that tests only the columns writes the rows below a 130-row tensor."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreGlobalOp)
+    assert list(store.clip_dims.get_values()) == [0, 1]
+    store.clip_dims = DenseArrayBase.from_list(i32, [1])
+    with pytest.raises(NvgpuError, match=r"outside the \[130, 130\] tensor: the clip plan \(dims"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_staging_store_column_is_a_wrong_result() -> None:
+    """The TMA-store epilogue stages the tile in smem: one st.shared pair 8 columns off."""
+    options = CompileOptions(stages=2, mma_depth=2, consumers=2, epilogue="tma")
+    module = nvgpu_module(tile_module("gemm"), options)
+    (store,) = ops_of(module, nvgpu.FragmentStoreOp)
+    cols = list(store.store_cols.get_values())
+    store.store_cols = DenseArrayBase.from_list(i32, [8, *cols[1:]])
+    assert run_mutant(nvgpu_module(tile_module("gemm"), options), options)
+    assert not run_mutant(module, options)
+
+
+def test_unlegalized_module_is_refused() -> None:
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    for op in ops_of(module, nvgpu.SmemAllocOp):
+        op.offset = None
+    with pytest.raises(NvgpuError, match="has no smem offset; run legalize-nvgpu first"):
         run_mutant(module, MUTATION_OPTIONS)
 
 

@@ -274,7 +274,10 @@ def test_nvgpu_level_runs_lowered_ir_and_refuses_what_cannot_lower(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lowered = tmp_path / "gemm_nvgpu.mlir"
-    pipeline = "tawa-warp-specialize{stages=2 mma-depth=1 consumers=1},lower-aref,lower-to-nvgpu"
+    pipeline = (
+        "tawa-warp-specialize{stages=2 mma-depth=1 consumers=1},lower-aref,lower-to-nvgpu,"
+        "legalize-nvgpu"
+    )
     text = subprocess.run(
         [sys.executable, "-m", "tawa_xdsl.tools.tawa_opt", GEMM, "-p", pipeline],
         check=True,

@@ -23,7 +23,7 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 from tawa_xdsl.backend.ptx import Reg, f32_hex
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import WGMMA_ROW, FragmentLayout, FragmentType, SmemType
-from tawa_xdsl.dialects.tile import ComparePredicate, DescType
+from tawa_xdsl.dialects.tile import ComparePredicate
 
 HANDLERS = Handlers()
 
@@ -234,31 +234,34 @@ def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
         p.b.emit(f"mov.b32 {d}, {{{half}, {half}}}")
 
 
-def _pairs(ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
-    """(first value index, registers) of each adjacent-column pair of an accumulator."""
-    if packed(ty):
-        return [(2 * k, [r]) for k, r in enumerate(regs)]
-    return [(2 * k, [regs[2 * k], regs[2 * k + 1]]) for k in range(len(regs) // 2)]
+def _pair(ty: FragmentType, regs: list[Reg], first: int) -> list[Reg]:
+    """The registers of the adjacent-column pair of values `first`, `first + 1`."""
+    return [regs[first // 2]] if packed(ty) else regs[first : first + 2]
 
 
 def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
-    """st.global of each column pair, dropping pairs outside the tensor. Through a rank > 2
+    """st.global of each column pair as the store plan says (`legalize-nvgpu`): one address
+    per planned row offset, one column predicate per planned column offset. Through a rank > 2
     descriptor the leading offsets select the 2-D plane (the base pointer moves by
-    offset_d * stride_d); rows and columns of that plane are clipped.
+    offset_d * stride_d).
 
     Pairs never straddle the last column: a TMA-describable tensor has rows of a multiple
     of 16 bytes, hence an even column count (and pair columns are even)."""
     assert isinstance(op, nvgpu.FragmentStoreGlobalOp)
-    ty, desc = frag_type(op.value), op.desc.type
-    assert isinstance(desc, DescType)
+    ty = frag_type(op.value)
     if ty.kind not in (FragmentLayout.WGMMA_ACC, FragmentLayout.WGMMA_ROW):
         raise fail(op, f"needs a wgmma_acc or wgmma_row fragment, got {ty}")
     if not isinstance(op.desc, BlockArgument) or op.desc.owner is not p.kernel.body.block:
         raise fail(op, "needs a descriptor that is a kernel argument")
+    plan = op.plan()
+    if plan is None or op.clip_dims is None:
+        raise fail(op, "has no store plan; run legalize-nvgpu first")
+    lead = len(op.offsets) - 2
+    clip_rows, clip_cols = (d in op.clip_dims.get_values() for d in (lead, lead + 1))
     if ty.kind == FragmentLayout.WGMMA_ROW:
-        _store_rows(p, op, ty)
+        _store_rows(p, op, ty, plan, clip_rows, clip_cols)
         return
-    b, name, lead = p.b, arg_name(op.desc), desc.rank - 2
+    b, name = p.b, arg_name(op.desc)
     eb = nvgpu.element_bytes(ty.element_type)
     rows, cols = ty.get_shape()
     b.comment(f"store the {rows}x{cols} fragment to %{name}, clipped to its extent")
@@ -266,32 +269,39 @@ def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
     row, col = p.lane_origin(ty)
     b.binary("add.s32", row, row, p.operand(op.offsets[lead]))
     b.binary("add.s32", col, col, p.operand(op.offsets[lead + 1]))
-    col_ok = []
-    for j in range(cols // 8):
-        in_cols = b.new("pred")
-        b.setp("lt", "s32", in_cols, col, dim1 if j == 0 else _minus(p, dim1, 8 * j))
-        col_ok.append(in_cols)
+    col_ok: dict[int, Reg] = {}
+    for dcol in sorted({dcol for _, _, dcol in plan} if clip_cols else ()):
+        col_ok[dcol] = b.new("pred")
+        b.setp("lt", "s32", col_ok[dcol], col, _minus(p, dim1, dcol) if dcol else dim1)
     ptx_ty = "f32" if eb == 4 else "b32"
     regs = p.frag(op.value)
-    for block in range(rows // 64):
-        for half in (0, 8):
-            r = b.new("b32")
-            b.binary("add.s32", r, row, 64 * block + half)
+    for drow in sorted({drow for _, drow, _ in plan}):
+        r = b.new("b32")
+        b.binary("add.s32", r, row, drow)
+        row_ok = None
+        if clip_rows:
             row_ok = b.new("pred")
             b.setp("lt", "s32", row_ok, r, dim0)
-            addr = b.new("b64")
-            lin = b.new("b32")
-            b.emit(f"mad.lo.s32 {lin}, {r}, {stride}, {col}")
-            b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
-            b.binary("add.s64", addr, addr, ptr)
-            for first, pair in _pairs(ty, regs):
-                i = first - block * (cols // 2)
-                if not 0 <= i < cols // 2 or ((i >> 1) & 1) * 8 != half:
-                    continue
-                j = i >> 2
-                ok = b.new("pred")
-                b.binary("and.pred", ok, row_ok, col_ok[j])
-                b.st_global(ptx_ty, addr, pair, offset=8 * j * eb, pred=str(ok))
+        addr = b.new("b64")
+        lin = b.new("b32")
+        b.emit(f"mad.lo.s32 {lin}, {r}, {stride}, {col}")
+        b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
+        b.binary("add.s64", addr, addr, ptr)
+        for first, store_row, dcol in plan:
+            if store_row != drow:
+                continue
+            pair = _pair(ty, regs, first)
+            ok = _both(p, row_ok, col_ok.get(dcol))
+            b.st_global(ptx_ty, addr, pair, offset=dcol * eb, pred=ok)
+
+
+def _both(p: KernelPrinter, first: Reg | None, second: Reg | None) -> str | None:
+    """The predicate `first and second` of the clip tests that exist (None: no test)."""
+    if first is None or second is None:
+        return None if first is None and second is None else str(first or second)
+    ok = p.b.new("pred")
+    p.b.binary("and.pred", ok, first, second)
+    return str(ok)
 
 
 def _plane(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, eb: int) -> tuple[Reg, Reg, Reg, Reg]:
@@ -313,36 +323,57 @@ def _plane(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, eb: int) -> tuple[
     return dim0, dim1, stride, ptr
 
 
-def _store_rows(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, ty: FragmentType) -> None:
-    """A row vector along the plane's row `offsets[-2]`, value of query row i at column
-    `offsets[-1] + i`; the four lanes of a quad hold the same rows, the first stores."""
+def _store_rows(
+    p: KernelPrinter,
+    op: nvgpu.FragmentStoreGlobalOp,
+    ty: FragmentType,
+    plan: list[tuple[int, int, int]],
+    clip_rows: bool,
+    clip_cols: bool,
+) -> None:
+    """A row vector along the plane's row `offsets[-2] + store_rows[k]`, value k at column
+    `offsets[-1] + origin row + store_cols[k]`; the four lanes of a quad hold the same
+    rows, the first stores."""
     b, eb = p.b, nvgpu.element_bytes(ty.element_type)
     if eb != 4:
         raise fail(op, f"of a {ty.element_type} row vector is not supported (store f32)")
     b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
     dim0, dim1, stride, ptr = _plane(p, op, eb)
     row, col = p.lane_origin(ty)
-    plane_row = p.operand(op.offsets[-2])
-    lead_ok, first_lane = b.new("pred"), b.new("pred")
-    b.setp("lt", "s32", lead_ok, plane_row, dim0)
-    b.setp("eq", "s32", first_lane, col, 0)
-    b.binary("and.pred", lead_ok, lead_ok, first_lane)
-    base = b.new("b32")
-    b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
-    for value, reg in enumerate(p.frag(op.value)):
-        block, half = divmod(value, 2)
-        target = b.new("b32")
-        b.binary("add.s32", target, row, p.operand(op.offsets[-1]))
-        b.binary("add.s32", target, target, 64 * block + 8 * half)
-        ok = b.new("pred")
-        b.setp("lt", "s32", ok, target, dim1)
-        b.binary("and.pred", ok, ok, lead_ok)
-        lin, addr = b.new("b32"), b.new("b64")
-        b.binary("add.s32", lin, base, row)
-        b.binary("add.s32", lin, lin, 64 * block + 8 * half)
-        b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
-        b.binary("add.s64", addr, addr, ptr)
-        b.st_global("f32", addr, [reg], pred=str(ok))
+    regs = p.frag(op.value)
+    for drow in sorted({drow for _, drow, _ in plan}):
+        plane_row = p.operand(op.offsets[-2])
+        if drow:
+            shifted = b.new("b32")
+            b.binary("add.s32", shifted, plane_row, drow)
+            plane_row = shifted
+        lead_ok = b.new("pred")
+        if clip_rows:
+            first_lane = b.new("pred")
+            b.setp("lt", "s32", lead_ok, plane_row, dim0)
+            b.setp("eq", "s32", first_lane, col, 0)
+            b.binary("and.pred", lead_ok, lead_ok, first_lane)
+        else:
+            b.setp("eq", "s32", lead_ok, col, 0)
+        base = b.new("b32")
+        b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
+        for value, store_row, dcol in plan:
+            if store_row != drow:
+                continue
+            ok = lead_ok
+            if clip_cols:
+                target = b.new("b32")
+                b.binary("add.s32", target, row, p.operand(op.offsets[-1]))
+                b.binary("add.s32", target, target, dcol)
+                ok = b.new("pred")
+                b.setp("lt", "s32", ok, target, dim1)
+                b.binary("and.pred", ok, ok, lead_ok)
+            lin, addr = b.new("b32"), b.new("b64")
+            b.binary("add.s32", lin, base, row)
+            b.binary("add.s32", lin, lin, dcol)
+            b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
+            b.binary("add.s64", addr, addr, ptr)
+            b.st_global("f32", addr, [regs[value]], pred=str(ok))
 
 
 def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:
@@ -352,18 +383,21 @@ def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:
 
 
 def fragment_store(p: KernelPrinter, op: Operation) -> None:
-    """st.shared of each column pair into a (swizzled) smem slot, from row `row` on.
+    """st.shared of each column pair of the store plan (`legalize-nvgpu`) into a (swizzled)
+    smem slot, from row `row` on.
 
     Byte x of a row lies in slab x // span; within the slab, 16-byte chunk c of row r is
     stored at chunk c ^ (r mod span/16) (the layout TMA reads, hopper-ptx.md §3.2)."""
     assert isinstance(op, nvgpu.FragmentStoreOp)
     ty, buf = frag_type(op.value), op.buf.type
     assert isinstance(buf, SmemType)
+    plan = op.plan()
+    if plan is None:
+        raise fail(op, "has no store plan; run legalize-nvgpu first")
     b = p.b
     eb = nvgpu.element_bytes(ty.element_type)
-    rows, cols = ty.get_shape()
     slot_rows = buf.slot_shape[0]
-    row_bytes = cols * eb
+    row_bytes = ty.get_shape()[1] * eb
     span = buf.swizzle_bytes or row_bytes
     slab_bytes = slot_rows * span
     base_reg = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
@@ -371,14 +405,13 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
     if op.row is not None:
         b.binary("add.s32", row, row, p.operand(op.row))
     if buf.swizzle_bytes and eb == 2:
-        _fragment_store_swizzled(p, op, base_reg, row, col)
+        _fragment_store_swizzled(p, op, plan, base_reg, row, col)
         return
     col_bytes = b.new("b32")
     b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
     ptx_ty = "f32" if eb == 4 else "b32"
-    regs = p.frag(op.value)
-    for first, pair in _pairs(ty, regs):
-        drow, dcol = ty.layout_object.value_offset((rows, cols), first)
+    for first, drow, dcol in plan:
+        pair = _pair(ty, p.frag(op.value), first)
         r = b.new("b32")
         b.binary("add.u32", r, row, drow)
         x = b.new("b32")  # byte within the row
@@ -400,7 +433,12 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
 
 
 def _fragment_store_swizzled(
-    p: KernelPrinter, op: nvgpu.FragmentStoreOp, base: Reg, row: Reg, col: Reg
+    p: KernelPrinter,
+    op: nvgpu.FragmentStoreOp,
+    plan: list[tuple[int, int, int]],
+    base: Reg,
+    row: Reg,
+    col: Reg,
 ):
     """`fragment_store` of 16-bit values into a swizzled slot, with the address
     arithmetic hoisted: a thread's pairs lie in rows row + 8h (h = 0..R/8-1), all with the
@@ -412,7 +450,6 @@ def _fragment_store_swizzled(
     assert isinstance(buf, SmemType)
     b = p.b
     eb = nvgpu.element_bytes(ty.element_type)
-    rows, cols = ty.get_shape()
     span = buf.swizzle_bytes
     slab_bytes = buf.slot_shape[0] * span
     lane = b.new("b32")
@@ -422,9 +459,8 @@ def _fragment_store_swizzled(
     b.binary("and.b32", rmod, row, span // 16 - 1)
     b.binary("shl.b32", rmod, rmod, 4)
     chunks: dict[int, Reg] = {}
-    regs = p.frag(op.value)
-    for first, pair in _pairs(ty, regs):
-        drow, dcol = ty.layout_object.value_offset((rows, cols), first)
+    for first, drow, dcol in plan:
+        pair = _pair(ty, p.frag(op.value), first)
         x0 = dcol * eb
         slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
         if chunk not in chunks:

@@ -301,7 +301,11 @@ class FragmentStoreOp(IRDLOperation):
     fragment wider than a slot of swizzle-span rows fills slots `slot`, `slot + 1`, ... (one
     column slab each).
 
-    Before TMA reads the slot: `nvgpu.fence_proxy_async` and a barrier."""
+    Before TMA reads the slot: `nvgpu.fence_proxy_async` and a barrier.
+
+    Store plan (`legalize-nvgpu`): `st.shared` k writes the column pair of values
+    `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from the thread's layout
+    origin (plus `row`); the byte address is that element's in the slot's swizzle pattern."""
 
     name = "nvgpu.fragment_store"
 
@@ -309,10 +313,14 @@ class FragmentStoreOp(IRDLOperation):
     buf = operand_def(SmemType)
     slot = operand_def(i32)
     row = opt_operand_def(i32)
+    store_values = opt_prop_def(DenseArrayBase)
+    store_rows = opt_prop_def(DenseArrayBase)
+    store_cols = opt_prop_def(DenseArrayBase)
 
     assembly_format = (
         "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
     )
+    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue, row: SSAValue | None = None):
         super().__init__(operands=[value, buf, slot, [row] if row else []])
@@ -344,6 +352,36 @@ class FragmentStoreOp(IRDLOperation):
                 "the slot must have the same shape, or, with a row offset, a multiple of the rows"
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
+        verify_store_plan(self, frag, 2)
+
+    def plan(self) -> list[tuple[int, int, int]] | None:
+        """(first value, row offset, column offset) of each `st.shared`, or None unplanned."""
+        return store_plan(self)
+
+
+def store_plan(op: FragmentStoreOp | FragmentStoreGlobalOp) -> list[tuple[int, int, int]] | None:
+    """(first value, row offset, column offset) of each store of `op`'s plan, or None."""
+    if op.store_values is None or op.store_rows is None or op.store_cols is None:
+        return None
+    parts = (op.store_values, op.store_rows, op.store_cols)
+    return list(zip(*(part.get_values() for part in parts), strict=True))
+
+
+def verify_store_plan(op: FragmentStoreOp | FragmentStoreGlobalOp, frag: FragmentType, width: int):
+    """A store plan has all three arrays, of one length, and stores each value once."""
+    parts = (op.store_values, op.store_rows, op.store_cols)
+    if all(part is None for part in parts):
+        return
+    if any(part is None for part in parts):
+        raise VerifyException(f"'{op.name}' store plan needs store_values, store_rows, store_cols")
+    if len({len(part.get_values()) for part in parts}) != 1:  # type: ignore[union-attr]
+        raise VerifyException(f"'{op.name}' store plan arrays differ in length")
+    stored = sorted(v + i for v, _, _ in store_plan(op) or [] for i in range(width))
+    if stored != list(range(frag.values_per_thread())):
+        raise VerifyException(
+            f"'{op.name}' store plan must store each of the {frag.values_per_thread()} values "
+            f"of a thread once, in groups of {width}"
+        )
 
 
 @irdl_op_definition
@@ -352,15 +390,26 @@ class FragmentStoreGlobalOp(IRDLOperation):
     descriptor's tensor, dropping elements outside it: an accumulator one `st.global` per
     register pair; a row vector (`wgmma_row`, one value per query row, e.g. a log-sum-exp)
     along the last dim, row i at `col + i` of plane row `row`, by the first thread of each
-    quad."""
+    quad.
+
+    Store plan (`legalize-nvgpu`): `st.global` k writes the thread's values from
+    `store_values[k]` on (a pair for an accumulator, one for a row vector) at
+    `(store_rows[k], store_cols[k])` from the thread's layout origin -- for a row vector the
+    origin row counts along the plane's columns -- and is predicated on that element lying
+    inside the extent of every dim in `clip_dims` (the plane's rows and columns)."""
 
     name = "nvgpu.fragment_store_global"
 
     value = operand_def(FragmentType)
     desc = operand_def(DescType)
     offsets = var_operand_def(i32)
+    store_values = opt_prop_def(DenseArrayBase)
+    store_rows = opt_prop_def(DenseArrayBase)
+    store_cols = opt_prop_def(DenseArrayBase)
+    clip_dims = opt_prop_def(DenseArrayBase)
 
     assembly_format = "$value `,` $desc `[` $offsets `]` attr-dict `:` type($value) `,` type($desc)"
+    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, value: SSAValue, desc: SSAValue, offsets: Sequence[SSAValue]):
         super().__init__(operands=[value, desc, offsets])
@@ -382,6 +431,29 @@ class FragmentStoreGlobalOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_store_global' element types differ: {frag.element_type} into "
                 f"{desc.element_type} (convert first)"
+            )
+        self.verify_plan(frag, desc.rank)
+
+    def store_width(self) -> int:
+        """Values per `st.global`: a column pair of an accumulator, one row-vector value."""
+        return 1 if fragment_type(self.value).kind == FragmentLayout.WGMMA_ROW else 2
+
+    def plan(self) -> list[tuple[int, int, int]] | None:
+        """(first value, row offset, column offset) of each `st.global`, or None unplanned."""
+        return store_plan(self)
+
+    def verify_plan(self, frag: FragmentType, rank: int) -> None:
+        verify_store_plan(self, frag, self.store_width())
+        if (self.clip_dims is None) != (self.store_values is None):
+            raise VerifyException(f"'{self.name}' store plan needs clip_dims, and only with it")
+        if self.clip_dims is None:
+            return
+        name = f"'{self.name}'"
+        clip = list(self.clip_dims.get_values())
+        if clip != sorted(set(clip)) or not set(clip) <= {rank - 2, rank - 1}:
+            raise VerifyException(
+                f"{name} clip_dims {clip} must name the plane's dims ({rank - 2}, {rank - 1}) "
+                "in order: leading offsets select the plane, they are not clipped"
             )
 
 

@@ -1,5 +1,6 @@
 // legalize-nvgpu writes the plans emit-ptx prints: wgmma descriptor bits and steps, TMA
-// boxes per 128-byte column slab, and the corner bounds of a mask's uniform skip.
+// boxes per 128-byte column slab, the corner bounds of a mask's uniform skip, and the
+// store plans of fragment stores (per store: first value, offset from the origin, clipping).
 // RUN: tawa-opt %s -p legalize-nvgpu --split-input-file | filecheck %s
 // RUN: tawa-opt %s -p legalize-nvgpu,legalize-nvgpu --split-input-file | filecheck %s
 
@@ -81,5 +82,32 @@ func.func @smem_placement() {
   %bias = nvgpu.smem_alloc : !nvgpu.smem<1x64x16xf16>
   // CHECK-NEXT: nvgpu.mbarrier_alloc {offset = 26648 : i32} : !nvgpu.mbarrier<3>
   %empty = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @store_plan
+func.func @store_plan(%acc: !nvgpu.fragment<wgmma_acc, 128x16xf32>, %lse: !nvgpu.fragment<wgmma_row, 128xf32>, %c: !tile.desc<128x16xf32>, %l: !tile.desc<1x1x128xf32>, %h: i32, %m: i32) {
+  %c0 = arith.constant 0 : i32
+  // One st.global per column pair, at the layout's offset from the thread's origin:
+  // value 4 g + 2 h (h: rows +8) of block b at (64 b + 8 h, 8 g). Rows and columns clipped.
+  // CHECK: nvgpu.fragment_store_global {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 64, 72, 64, 72>, store_cols = array<i32: 0, 0, 8, 8, 0, 0, 8, 8>, clip_dims = array<i32: 0, 1>}
+  nvgpu.fragment_store_global %acc, %c[%m, %c0] : !nvgpu.fragment<wgmma_acc, 128x16xf32>, !tile.desc<128x16xf32>
+  // A row vector: value 2 b + h is query row 64 b + 8 h from the origin, along the plane's
+  // columns; the leading offset selects the plane and is not clipped.
+  // CHECK: nvgpu.fragment_store_global {{.*}} {store_values = array<i32: 0, 1, 2, 3>, store_rows = array<i32: 0, 0, 0, 0>, store_cols = array<i32: 0, 8, 64, 72>, clip_dims = array<i32: 1, 2>}
+  nvgpu.fragment_store_global %lse, %l[%h, %c0, %m] : !nvgpu.fragment<wgmma_row, 128xf32>, !tile.desc<1x1x128xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @staging_store_plan
+func.func @staging_store_plan(%acc: !nvgpu.fragment<wgmma_acc, 64x32xf16>, %buf: !nvgpu.smem<1x64x32xf16, swizzle 64>) {
+  %c0 = arith.constant 0 : i32
+  // st.shared pairs as the layout places them: value 4 g + 2 h at (8 h, 8 g).
+  // CHECK: nvgpu.fragment_store {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>}
+  nvgpu.fragment_store %acc, %buf[%c0] : !nvgpu.fragment<wgmma_acc, 64x32xf16>, !nvgpu.smem<1x64x32xf16, swizzle 64>
   func.return
 }

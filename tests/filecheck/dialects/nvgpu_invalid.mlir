@@ -526,3 +526,19 @@ func.func @f(%s: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %fill: f32, %n: i32) {
   func.return
 }
 // CHECK: error: 'nvgpu.fragment_mask' skip_corners needs one value per condition (1), got 2
+
+// -----
+
+func.func @f(%acc: !nvgpu.fragment<wgmma_acc, 64x16xf32>, %c: !tile.desc<64x16xf32>, %c0: i32) {
+  nvgpu.fragment_store_global %acc, %c[%c0, %c0] {store_values = array<i32: 0, 2, 4, 4>, store_rows = array<i32: 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8>, clip_dims = array<i32: 0, 1>} : !nvgpu.fragment<wgmma_acc, 64x16xf32>, !tile.desc<64x16xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' store plan must store each of the 8 values of a thread once, in groups of 2
+
+// -----
+
+func.func @f(%lse: !nvgpu.fragment<wgmma_row, 64xf32>, %l: !tile.desc<1x1x64xf32>, %c0: i32) {
+  nvgpu.fragment_store_global %lse, %l[%c0, %c0, %c0] {store_values = array<i32: 0, 1>, store_rows = array<i32: 0, 0>, store_cols = array<i32: 0, 8>, clip_dims = array<i32: 0, 1, 2>} : !nvgpu.fragment<wgmma_row, 64xf32>, !tile.desc<1x1x64xf32>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store_global' clip_dims [0, 1, 2] must name the plane's dims (1, 2) in order: leading offsets select the plane, they are not clipped
