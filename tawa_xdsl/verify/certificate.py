@@ -463,10 +463,10 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
         raise TemplateMismatch(f"tawa.ring depth {cert.get('depth')} != {D} barriers")
     K = cert.get("consumers", len(sys.cons))
     prod = ring.producer
-    (iw,) = _positions(prod, "wait", "empty") or [None]
+    empty_waits = _positions(prod, "wait", "empty")
     arrives = _positions(prod, "arrive", "full")
     if (
-        iw is None
+        len(empty_waits) != 1
         or len(arrives) != 1
         or len(prod.steps)
         != len(_positions(prod, "wait"))
@@ -475,7 +475,7 @@ def certificate_clauses(sys: RingSystem) -> list[Expr]:
         + len(_positions(prod, "store"))
     ):
         raise TemplateMismatch("producer: not `wait empty; [stores]; arrive full; [copies]`")
-    ia = arrives[0]
+    iw, ia = empty_waits[0], arrives[0]
     copies = sys.copies
     filled = max([ia] + [n for n, _ in copies])
     if any(n < ia for n, _ in copies) or iw > ia:

@@ -112,6 +112,34 @@ def test_correct_protocols_are_proved_by_the_certificate():
                     assert (search(ring).violation is None) == (not deadlocks)
 
 
+def test_a_second_wait_on_one_barrier_is_decided_not_a_crash():
+    """A producer waiting twice on `empty` per use is outside the certificate's template
+    (TemplateMismatch, not an exception); the explicit search then decides it: safe, since
+    nothing arrives on `empty` between the two waits, so the second finds its phase complete."""
+    depth = 2
+    wait = Step("wait", "empty", 0, depth, 0, depth, 1)
+    prod = [wait, Step("arrive", "full", 0, depth, tx=2048), wait]
+    prod.append(Step("tma", "", 0, depth, tx=2048, buffer=0))
+    cons = [
+        Step("wait", "full", 0, depth, 0, depth, 0),
+        Step("read", "", 0, depth, buffer=0),
+        Step("arrive", "empty", 0, depth),
+    ]
+    ring = RingProtocolModel(
+        "r",
+        depth,
+        1,
+        1,
+        Actor("P", "producer", 1, prod, ()),
+        [Actor("C0", "consumer", 1, cons, ())],
+        {"depth": depth, "consumers": 1, "expect_tx": 2048},
+        {"C0": 0},
+    )
+    proof = prove(ring)
+    assert not proof.proved and proof.failed.startswith("template")
+    assert search(ring).violation is None
+
+
 # ------------------------------------------------------------------ the compiler's own models
 
 
