@@ -550,7 +550,8 @@ def _retire(mma: PendingMma) -> None:
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
         rows = op.acc.type.get_shape()[0]  # type: ignore[attr-defined]
-        a = a_slot.data[row : row + rows]
+        a_mk = a_slot.data.T if op.transpose_a else a_slot.data  # type: ignore[union-attr]
+        a = a_mk[row : row + rows]
     else:
         a = mma.a
     acc = to_tile(op.acc.type, fragment_value(op, mma.acc))

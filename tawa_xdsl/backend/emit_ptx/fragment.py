@@ -22,8 +22,11 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 )
 from tawa_xdsl.backend.ptx import Reg, f32_hex
 from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES as FP8
 from tawa_xdsl.dialects.nvgpu import WGMMA_ROW, FragmentLayout, FragmentType, SmemType
 from tawa_xdsl.dialects.tile import ComparePredicate, DescType
+
+FP8_NAMES = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}  # PTX's names of the fp8 formats
 
 HANDLERS = Handlers()
 
@@ -95,11 +98,24 @@ def fragment_convert(p: KernelPrinter, op: Operation) -> None:
     if packed(src_ty) and isinstance(dst_ty.element_type, Float32Type):
         _unpack_halves(p, half_name(src_ty.element_type), dst, src)
         return
+    if isinstance(src_ty.element_type, Float32Type) and isinstance(dst_ty.element_type, FP8):
+        _pack_fp8(p, FP8_NAMES[str(dst_ty.element_type)], dst, src)
+        return
     if not isinstance(src_ty.element_type, Float32Type) or not packed(dst_ty):
-        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16 only)")
+        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16, f32 -> fp8)")
     half = half_name(dst_ty.element_type)
     for k, d in enumerate(dst):
         p.b.cvt_rn_x2_f32(half, d, src[2 * k + 1], src[2 * k])
+
+
+def _pack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> None:
+    """f32 -> fp8, saturating to the largest finite value: register k packs values 4k..4k+3
+    (two column pairs, rows r and r + 8), each pair one 16-bit half, low value first."""
+    for k, d in enumerate(dst):
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {lo}, {src[4 * k + 1]}, {src[4 * k]}")
+        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {hi}, {src[4 * k + 3]}, {src[4 * k + 2]}")
+        p.b.emit(f"mov.b32 {d}, {{{lo}, {hi}}}")
 
 
 def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) -> None:
@@ -146,8 +162,16 @@ def fragment_broadcast_rows(p: KernelPrinter, op: Operation) -> None:
         p.b.mov("f32", d, src[WGMMA_ROW.acc_value_row(i, cols)])
 
 
-def _pairs(ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
-    """(first value index, registers) of each adjacent-column pair of an accumulator."""
+def _pairs(p: KernelPrinter, ty: FragmentType, regs: list[Reg]) -> list[tuple[int, list[Reg]]]:
+    """(first value index, registers) of each adjacent-column pair of an accumulator (an
+    fp8 pair is one 16-bit half of a register: `_pack_fp8`)."""
+    if isinstance(ty.element_type, FP8):
+        pairs: list[tuple[int, list[Reg]]] = []
+        for k, r in enumerate(regs):
+            lo, hi = p.b.new("b16"), p.b.new("b16")
+            p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {r}")
+            pairs += [(4 * k, [lo]), (4 * k + 2, [hi])]
+        return pairs
     if packed(ty):
         return [(2 * k, [r]) for k, r in enumerate(regs)]
     return [(2 * k, [regs[2 * k], regs[2 * k + 1]]) for k in range(len(regs) // 2)]
@@ -183,8 +207,9 @@ def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
         in_cols = b.new("pred")
         b.setp("lt", "s32", in_cols, col, dim1 if j == 0 else _minus(p, dim1, 8 * j))
         col_ok.append(in_cols)
-    ptx_ty = "f32" if eb == 4 else "b32"
+    ptx_ty = {4: "f32", 2: "b32", 1: "b16"}[eb]  # one column pair per store
     regs = p.frag(op.value)
+    pairs = _pairs(p, ty, regs)
     for block in range(rows // 64):
         for half in (0, 8):
             r = b.new("b32")
@@ -196,7 +221,7 @@ def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
             b.emit(f"mad.lo.s32 {lin}, {r}, {stride}, {col}")
             b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
             b.binary("add.s64", addr, addr, ptr)
-            for first, pair in _pairs(ty, regs):
+            for first, pair in pairs:
                 i = first - block * (cols // 2)
                 if not 0 <= i < cols // 2 or ((i >> 1) & 1) * 8 != half:
                     continue
@@ -287,9 +312,9 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
         return
     col_bytes = b.new("b32")
     b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
-    ptx_ty = "f32" if eb == 4 else "b32"
+    ptx_ty = {4: "f32", 2: "b32", 1: "b16"}[eb]  # one column pair per store
     regs = p.frag(op.value)
-    for first, pair in _pairs(ty, regs):
+    for first, pair in _pairs(p, ty, regs):
         drow, dcol = ty.layout_object.value_offset((rows, cols), first)
         r = b.new("b32")
         b.binary("add.u32", r, row, drow)
@@ -335,7 +360,7 @@ def _fragment_store_swizzled(
     b.binary("shl.b32", rmod, rmod, 4)
     chunks: dict[int, Reg] = {}
     regs = p.frag(op.value)
-    for first, pair in _pairs(ty, regs):
+    for first, pair in _pairs(p, ty, regs):
         drow, dcol = ty.layout_object.value_offset((rows, cols), first)
         x0 = dcol * eb
         slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
