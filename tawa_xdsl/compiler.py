@@ -65,9 +65,12 @@ from tawa_xdsl.verify.ptx_skeleton import validate_ptx
 class CompileOptions:
     """Every option of the compile pipeline (see `pipeline`)."""
 
-    stages: int = 4  # ring depth D
+    # ring depth D; None: the deepest up to 4 that fits shared memory (ring-depth)
+    stages: int | None = None
     mma_depth: int = 2  # MMA depth P
-    consumers: int = 2  # consumer warpgroups cooperating on one tile
+    # consumer warpgroups cooperating on one tile; None: 2 for tiles of 128 or 256 rows, 1
+    # for 64 (chosen by cooperative-consumers and written into the IR)
+    consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
@@ -103,11 +106,16 @@ def is_registers(value: Any) -> bool:
     )
 
 
+def is_int_or_none(value: Any) -> bool:
+    return value is None or is_int(value)
+
+
 INT, BOOL = (is_int, "an int"), (is_bool, "a bool")
+CHOSEN = (is_int_or_none, "an int")  # None: chosen by the compiler
 OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "stages": INT,
+    "stages": CHOSEN,
     "mma_depth": INT,
-    "consumers": INT,
+    "consumers": CHOSEN,
     "persistent": BOOL,
     "epilogue": (is_str, '"global" or "tma"'),
     "verify": BOOL,
@@ -168,6 +176,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 mma_depth=options.mma_depth,
                 consumers=options.consumers,
                 persistent=options.persistent,
+                epilogue=options.epilogue,
             ),
         ),
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),
@@ -271,9 +280,10 @@ def compile_to_ptx(
     kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
     smem_bytes = SmemPlan.of(kernel).bytes
     if smem_bytes > SM90_MAX_SMEM_BYTES:  # refused before any PTX is printed
+        depth = "rings fitted" if opts.stages is None else f"{opts.stages}-deep rings"
         raise TawaError(
             f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
-            f"of shared memory with {opts.stages}-deep rings; an sm_90 block may use at most "
+            f"of shared memory with {depth}; an sm_90 block may use at most "
             f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
         )
     ptx = emit_ptx(lowered)

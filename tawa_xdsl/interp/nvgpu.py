@@ -747,23 +747,30 @@ def _retire(mma: PendingMma) -> None:
         a_smem, a_index, row = mma.a
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
-        a_plan = DescriptorPlan.of(
-            op, op.a_desc_bits, op.a_desc_steps, row * a_smem.type.swizzle_bytes
-        )
-        a_plan.check(op, a_smem, False)
-        block_rows = rows // blocks
-        a = np.concatenate(
-            [
-                np.concatenate(
-                    [
-                        a_plan.k_major(op, a_smem, a_slot.data, bl * k_steps + j, block_rows, step)
-                        for j in range(k_steps)
-                    ],
-                    axis=1,
-                )
-                for bl in range(blocks)
-            ]
-        )
+        if op.transpose_a is not None:
+            # An M-major A (K x M slot): read logically; its descriptor plan is not decoded
+            # yet (the K-major plans of A and both plans of B are).
+            a = a_slot.data.T[row : row + rows]  # type: ignore[union-attr]
+        else:
+            a_plan = DescriptorPlan.of(
+                op, op.a_desc_bits, op.a_desc_steps, row * a_smem.type.swizzle_bytes
+            )
+            a_plan.check(op, a_smem, False)
+            block_rows = rows // blocks
+            a = np.concatenate(
+                [
+                    np.concatenate(
+                        [
+                            a_plan.k_major(
+                                op, a_smem, a_slot.data, bl * k_steps + j, block_rows, step
+                            )
+                            for j in range(k_steps)
+                        ],
+                        axis=1,
+                    )
+                    for bl in range(blocks)
+                ]
+            )
     else:
         a = mma.a
     acc = to_tile(op.acc.type, fragment_value(op, mma.acc))

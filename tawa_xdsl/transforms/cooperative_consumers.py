@@ -1,15 +1,19 @@
 """`cooperative-consumers`: the consumer group runs on several warpgroups that split the rows.
 
 With `consumers=2` every consumer group runs on 2 warpgroups (the decision is the group's
-`warpgroups(2)`) that split the M rows of each output tile. A dataflow analysis finds the row
-dimension of every consumer tile (dot lhs/acc/result rows, through elementwise ops,
-reductions, expand_dims, broadcast, reshape, trans and loop-carried values); each warpgroup w
-takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get), builds
-its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
+`warpgroups(2)`) that split the M rows of each output tile. With `consumers` unset the pass
+chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128, else
+one (a 64-row tile, or a group with no dot), and writes the choice as `warpgroups(n)`.
+A dataflow analysis finds the row dimension of every consumer tile (dot lhs/acc/result rows,
+through elementwise ops, reductions, expand_dims, broadcast, reshape, trans and loop-carried
+values); each warpgroup w takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice`
+after each get), builds its own R-row splats and aranges, and writes its rows with
+`tile.store_slice`; R = M / 2.
 Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
 
 Options:
-  consumers: int = 1   cooperative consumer warpgroups: 1 (nothing to do) or 2.
+  consumers: int | None = 1   cooperative consumer warpgroups: 1 (nothing to do), 2, or
+                              None (chosen from the tile rows, as above).
 
 Refused: input not produced by distribute, consumers not in {1, 2}, a tile whose rows cannot
 be split (a reduction along the rows, a dot whose B operand depends on the rows, row counts
@@ -27,6 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import aref, tile
 from tawa_xdsl.transforms.ws_utils import consumer_groups, error, find_kernel
 
@@ -65,6 +70,13 @@ def _links(op: Operation) -> list[_Link]:
     elif isinstance(op, tile.DotOp):
         links += [(op.lhs, 0, op.result, 0), (op.acc, 0, op.result, 0)]
         links += [(op.acc, 1, op.result, 1)]
+    elif isinstance(op, scf.IfOp):
+        for region in op.regions:
+            terminator = region.block.last_op if region.blocks else None
+            for k, result in enumerate(op.results):
+                if terminator is not None:
+                    yielded = terminator.operands[k]
+                    links += [(yielded, d, result, d) for d in range(_tensor_rank(result) or 0)]
     elif isinstance(op, scf.ForOp):
         terminator = op.body.block.last_op
         assert terminator is not None
@@ -122,9 +134,26 @@ def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
     return axes
 
 
+def _row_sizes(axes: dict[SSAValue, int]) -> set[int]:
+    return {value.type.get_shape()[d] for value, d in axes.items()}  # type: ignore[attr-defined]
+
+
+def chosen_consumers(group: aref.GroupOp) -> int:
+    """The warpgroups a consumer group's rows fill: 2 when its row count is a multiple of
+    128 (64 rows each at least), else 1 (also when its rows cannot be split at all)."""
+    try:
+        sizes = _row_sizes(_row_axes(group))
+    except TawaError:  # a reduction along the rows, a row-dependent B: one warpgroup
+        return 1
+    return 2 if len(sizes) == 1 and next(iter(sizes)) % 128 == 0 else 1
+
+
 def split_rows(group: aref.GroupOp, consumers: int) -> None:
+    group.properties["warpgroups"] = IntegerAttr(consumers, i32)
+    if consumers == 1:
+        return
     axes = _row_axes(group)
-    sizes = {value.type.get_shape()[d] for value, d in axes.items()}  # type: ignore[attr-defined]
+    sizes = _row_sizes(axes)
     if not axes:
         return
     if len(sizes) != 1 or next(iter(sizes)) % (64 * consumers):
@@ -174,7 +203,6 @@ def split_rows(group: aref.GroupOp, consumers: int) -> None:
             Rewriter.replace_value_with_new_type(value, TensorType(value.type.element_type, shape))
     for store, dim in stores:
         _split_store(store, dim, row0.result)
-    group.properties["warpgroups"] = IntegerAttr(consumers, i32)
 
 
 def _split_store(op: tile.StoreOp, dim: int, row0: SSAValue) -> None:
@@ -190,18 +218,17 @@ class CooperativeConsumersPass(ModulePass):
     """Consumer groups on `consumers` warpgroups splitting the rows of every tile.
 
     Options:
-      consumers: int = 1   cooperative consumer warpgroups (1 or 2).
+      consumers: int | None = 1   cooperative consumer warpgroups (1 or 2; None: chosen
+                                  from each group's tile rows).
     """
 
     name = "cooperative-consumers"
 
-    consumers: int = 1
+    consumers: int | None = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, PASS)
-        if self.consumers not in (1, 2):
+        if self.consumers not in (None, 1, 2):
             raise error(kernel, PASS, f"consumers must be 1 or 2 warpgroups, got {self.consumers}")
-        groups = consumer_groups(kernel, PASS)
-        if self.consumers > 1:
-            for group in groups:
-                split_rows(group, self.consumers)
+        for group in consumer_groups(kernel, PASS):
+            split_rows(group, self.consumers or chosen_consumers(group))

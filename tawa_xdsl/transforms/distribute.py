@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, BlockArgument, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
@@ -50,12 +50,14 @@ class _Roles:
     """The role of every value: the op's tag, or, for loop-carried values, the role of what
     flows in and out of the loop."""
 
-    carried: dict[tuple[scf.ForOp, int], str] = field(default_factory=dict)
+    carried: dict[tuple[Operation, int], str] = field(default_factory=dict)
 
     def value(self, value: SSAValue) -> str:
         if isinstance(value, OpResult):
             if isinstance(value.op, scf.ForOp):
                 return self.loop_value(value.op, value.index)
+            if isinstance(value.op, scf.IfOp):
+                return self.branch_value(value.op, value.index)
             return require_role(value.op, PASS)
         assert isinstance(value, BlockArgument)
         loop = value.block.parent_op()
@@ -81,6 +83,18 @@ class _Roles:
         self.carried[key] = roles.pop() if roles else BOTH
         return self.carried[key]
 
+    def branch_value(self, branch: scf.IfOp, index: int) -> str:
+        """The role of result `index` of an `scf.if`: that of what its regions yield."""
+        key = (branch, index)
+        if key not in self.carried:
+            yields = [region.block.last_op for region in branch.regions]
+            roles = {self.value(y.operands[index]) for y in yields if y is not None}
+            roles.discard(BOTH)
+            if len(roles) > 1:
+                raise error(branch, PASS, f"result #{index} mixes producer and consumer values")
+            self.carried[key] = roles.pop() if roles else BOTH
+        return self.carried[key]
+
 
 def _clone_block(
     src: Block,
@@ -101,6 +115,9 @@ def _clone_block(
             continue
         if isinstance(op, scf.ForOp):
             dst.add_op(_clone_loop(op, role, roles, mapper))
+            continue
+        if isinstance(op, scf.IfOp):
+            dst.add_op(_clone_branch(op, role, roles, mapper))
             continue
         new = op.clone(value_mapper=mapper)
         new.attributes.pop(ROLE_ATTR, None)
@@ -130,6 +147,28 @@ def _clone_loop(
     for new_result, k in zip(new.results, kept, strict=True):
         mapper[loop.results[k]] = new_result
         new_result.name_hint = loop.results[k].name_hint
+    return new
+
+
+def _clone_branch(
+    branch: scf.IfOp, role: str, roles: _Roles, mapper: dict[SSAValue, SSAValue]
+) -> scf.IfOp:
+    """`branch` with the ops and results of `role` (and `both`) in each region."""
+    kept = [k for k in range(len(branch.results)) if roles.branch_value(branch, k) in (role, BOTH)]
+    regions = []
+    for region in branch.regions:
+        block = Block()
+        if region.blocks:
+            _clone_block(region.block, block, role, roles, mapper, kept)
+        else:
+            block.add_op(scf.YieldOp())
+        regions.append(Region(block))
+    new = scf.IfOp(mapper.get(branch.cond, branch.cond), [branch.results[k].type for k in kept],
+                   *regions)  # fmt: skip
+    new.location = branch.location
+    for new_result, k in zip(new.results, kept, strict=True):
+        mapper[branch.results[k]] = new_result
+        new_result.name_hint = branch.results[k].name_hint
     return new
 
 

@@ -7,9 +7,11 @@ of one block that feed the same `tile.dot` (through reshape/trans/convert/broadc
 tuple ring. Groups of loads in disjoint blocks with the same payload types share one ring
 (two K loops in sequence): the use counter simply continues; a block never shares with a
 block it encloses (a tile loaded before a loop may be held across it). The use counter of a
-ring is an i32 that starts at 0 in the kernel and is carried through every enclosing `scf.for` as an
-extra iter_arg (role `both`), so each side counts 0, 1, 2, ... in program order, across
-sequential loops, nested loops and persistent tile loops, and zero-trip loops need no care.
+ring is an i32 that starts at 0 in the kernel and is carried through every enclosing
+`scf.for` as an extra iter_arg and out of every enclosing `scf.if` as an extra result (role
+`both`; the branch that does not use the ring yields it unchanged), so each side counts 0, 1,
+2, ... in program order, across sequential loops, nested loops, loops under uniform
+conditions and persistent tile loops, and zero-trip loops need no care.
 
 Every ring is created with one slot: `ring-depth` decides the depth (the one place it is set).
 
@@ -210,6 +212,16 @@ def _thread_counters(
             assert site.get is not None
             Rewriter.insert_op(step, InsertPoint.after(site.get))
             counters[site.ring] = step.result
+        elif isinstance(op, scf.IfOp) and rings_in.get(op):
+            rings = sorted(rings_in[op])
+            after = [
+                _thread_counters(block, counters, site_of_put, rings_in, one)
+                for block in _branch_blocks(op)
+            ]
+            results = _add_branch_results(op, [[c[r] for r in rings] for c in after])
+            for ring, result in zip(rings, results, strict=True):
+                result.name_hint = "i"
+                counters[ring] = result
         elif isinstance(op, scf.ForOp) and rings_in.get(op):
             rings = sorted(rings_in[op])
             carried = len(op.iter_args)
@@ -228,6 +240,35 @@ def _thread_counters(
                 counters[ring] = loop.results[carried + k]
                 loop.results[carried + k].name_hint = "i"
     return counters
+
+
+def _branch_blocks(branch: scf.IfOp) -> list[Block]:
+    """The then and else blocks of `branch` (an empty else region gets a block that only
+    yields, so both branches can yield the counters)."""
+    if not branch.false_region.blocks:
+        branch.false_region.add_block(Block([with_role(scf.YieldOp(), role_of(branch))]))
+    return [branch.true_region.block, branch.false_region.block]
+
+
+def _add_branch_results(branch: scf.IfOp, yields: Sequence[Sequence[SSAValue]]) -> list[SSAValue]:
+    """Rebuild `branch` with extra results, yielded by each region as in `yields` (then,
+    else); returns the new results."""
+    for block, extra in zip(_branch_blocks(branch), yields, strict=True):
+        old = block.last_op
+        assert isinstance(old, scf.YieldOp)
+        new_yield = scf.YieldOp(*old.operands, *extra)
+        new_yield.attributes.update(old.attributes)
+        Rewriter.replace_op(old, new_yield)
+    types = [*branch.result_types, *(v.type for v in yields[0])]
+    regions = [Rewriter.move_region_contents_to_new_regions(r) for r in branch.regions]
+    new = scf.IfOp(branch.cond, types, *regions)
+    new.attributes.update(branch.attributes)
+    new.location = branch.location
+    Rewriter.insert_op(new, InsertPoint.before(branch))
+    for old_result, new_result in zip(branch.results, new.results, strict=False):
+        new_result.name_hint = old_result.name_hint
+    Rewriter.replace_op(branch, [], list(new.results[: len(branch.results)]))
+    return list(new.results[len(branch.results) :])
 
 
 def insert_arefs(kernel: func.FuncOp) -> None:
@@ -257,7 +298,7 @@ def insert_arefs(kernel: func.FuncOp) -> None:
         assert ring.create is not None
         _rewire(site, ring.create.ring, zero.result)
         parent = site.block.parent_op()
-        while isinstance(parent, scf.ForOp):
+        while isinstance(parent, scf.ForOp | scf.IfOp):
             rings_in.setdefault(parent, set()).add(site.ring)
             parent = parent.parent_op()
     site_of_put = {site.put: site for site in sites if site.put is not None}

@@ -11,7 +11,9 @@ that needs a plan gets it as properties, checked by the op's verifier:
   instruction's operand). A K-major operand advances `k * elem` bytes per k step inside its
   row; a slot wider than the 128-byte span is stored as column slabs, so step `kk` lands in
   slab `(kk * k * elem) // 128` at `rows * 128` bytes per slab. A advances 64 rows
-  (`64 * span` bytes) per block. An MN-major B (`transpose_b`) advances `k` rows per step.
+  (`64 * span` bytes) per block. An MN-major operand (B with `transpose_b`, A with
+  `transpose_a`) advances `k` rows per step; an MN-major A advances one 64-element column
+  slab (`K * span` bytes) per block.
 * `nvgpu.tma_load`: the box plan, one box per 128-byte column slab of the slot (the tensor
   map's box is `rows x span`): its smem offset and its innermost-coordinate offset.
 * `nvgpu.fragment_mask`: the branch plan, the largest value of each condition's left side over
@@ -99,7 +101,8 @@ def descriptor_plan(
         bits = k_major_descriptor_bits(span)
         eb = element_bytes(buf.element_type)
         offsets = [k_major_offset(buf, kk * step_k * eb) for kk in range(k_steps)]
-    block_bytes = WARPGROUP_ROWS * span
+    # the next 64 rows of M: 64 slot rows (K-major), the next column slab (MN-major)
+    block_bytes = buf.slot_shape[0] * span if mn_major else WARPGROUP_ROWS * span
     steps = [(b * block_bytes + off) // DESCRIPTOR_UNIT for b in range(blocks) for off in offsets]
     return bits, steps
 
@@ -118,7 +121,7 @@ def legalize_wgmma(op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp) -> None:
     op.b_desc_bits, op.b_desc_steps = plan_attrs(bits, steps)
     if isinstance(op, nvgpu.WgmmaMmaAsyncOp):
         a = smem_type(op.a_buf)
-        bits, steps = descriptor_plan(op, a, k, k_steps, blocks, False)
+        bits, steps = descriptor_plan(op, a, k, k_steps, blocks, op.transpose_a is not None)
         op.a_desc_bits, op.a_desc_steps = plan_attrs(bits, steps)
 
 

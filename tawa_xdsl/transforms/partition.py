@@ -6,8 +6,12 @@ elementwise math, reductions and the epilogue go to the consumer; what both need
 counters, offsets, the `scf.for` ops themselves) is tagged `both` and later cloned into each
 warp group. The role is stored on each op as the string attribute `aref.role`.
 
+An `scf.if` is tagged like a loop (both roles when both need what it holds): its condition
+is then computed by both groups, so it must be uniform -- scalars only, never a loaded tile
+(refused like any loaded tile feeding what the producer needs).
+
 No options. Refused, with a one-line diagnostic at the op: ops outside arith/math/tile,
-scf.for/yield and func.return (for example `scf.if` or a pointer-based load), a kernel without
+scf.for/if/yield and func.return (for example a pointer-based load), a kernel without
 a `tile.store` or without a `tile.load`, a loaded tile that escapes its block (yielded,
 returned, or carried into a loop), and a loaded tile that feeds address arithmetic.
 """
@@ -35,22 +39,22 @@ from tawa_xdsl.transforms.ws_utils import (
 
 PASS = "partition"
 _SUPPORTED_DIALECTS = ("arith.", "math.", "tile.")
-_SUPPORTED_OPS = (scf.ForOp, scf.YieldOp, func.ReturnOp)
+_SUPPORTED_OPS = (scf.ForOp, scf.IfOp, scf.YieldOp, func.ReturnOp)
 
 
 @dataclass
 class _Needs:
-    """Which roles need each op, and each loop-carried value (loop, index)."""
+    """Which roles need each op, and each loop-carried value or branch result (op, index)."""
 
     ops: defaultdict[Operation, set[str]]
-    carried: defaultdict[tuple[scf.ForOp, int], set[str]]
+    carried: defaultdict[tuple[Operation, int], set[str]]
 
     def op(self, op: Operation, role: str) -> None:
         if role in self.ops[op]:
             return
         self.ops[op].add(role)
         parent = op.parent_op()
-        if isinstance(parent, scf.ForOp):
+        if isinstance(parent, scf.ForOp | scf.IfOp):
             self.op(parent, role)
         operands = (op.lb, op.ub, op.step) if isinstance(op, scf.ForOp) else op.operands
         for operand in operands:
@@ -66,6 +70,17 @@ class _Needs:
         assert isinstance(terminator, scf.YieldOp)
         self.value(terminator.operands[index], role, terminator)
 
+    def branch_result(self, branch: scf.IfOp, index: int, role: str) -> None:
+        """Result `index` of an `scf.if`: what each region yields there."""
+        if role in self.carried[(branch, index)]:
+            return
+        self.carried[(branch, index)].add(role)
+        self.op(branch, role)
+        for region in branch.regions:  # an scf.if with results has both regions
+            terminator = region.block.last_op
+            assert isinstance(terminator, scf.YieldOp)
+            self.value(terminator.operands[index], role, terminator)
+
     def value(self, value: SSAValue, role: str, user: Operation) -> None:
         if isinstance(value, OpResult):
             op = value.op
@@ -80,6 +95,9 @@ class _Needs:
                 return  # a producer -> consumer edge: insert-aref turns it into a ring
             if isinstance(op, scf.ForOp):
                 self.carried_value(op, value.index, role)
+                return
+            if isinstance(op, scf.IfOp):
+                self.branch_result(op, value.index, role)
                 return
             self.op(op, role)
         elif isinstance(value, BlockArgument):
@@ -102,7 +120,8 @@ def _check_supported(kernel: func.FuncOp) -> None:
             op,
             PASS,
             f"'{op.name}' is not supported in a kernel to warp-specialize (only arith, math, "
-            "tile ops, scf.for and func.return; global memory only through tile.load/store)",
+            "tile ops, scf.for, scf.if and func.return; global memory only through "
+            "tile.load/store)",
         )
 
 

@@ -5,10 +5,16 @@ insert-aref creates every ring with one slot; this pass gives every ring used in
 consumers release the oldest. Rings used once per program keep one slot. Later passes read
 the depth from the ring type (mma-lag caps its lag below it; lower-aref allocates D slots).
 
-Options:
-  stages: int = 2   ring depth D of looped rings (at least 1).
+With `stages` unset the depth is fitted to shared memory: the deepest D up to
+`DEFAULT_MAX_STAGES` whose rings, and with `epilogue=tma` the staging buffers of the TMA
+stores (`smem_budget.staging_needs`), fit one sm_90 block. A depth that does not fit (given,
+or 1) is refused here in one line, before any proof or lowering runs.
 
-Refused: stages < 1.
+Options:
+  stages: int | None = 2   ring depth D of looped rings (at least 1; None: fitted).
+  epilogue: str = "global" the epilogue lower-to-nvgpu will use (its staging is counted).
+
+Refused: stages < 1; rings that need more shared memory than a block may use.
 """
 
 from __future__ import annotations
@@ -22,10 +28,17 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import aref
-from tawa_xdsl.transforms.smem_budget import check_shared_memory
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
+from tawa_xdsl.transforms.smem_budget import (
+    check_shared_memory,
+    ring_needs,
+    shared_memory_need,
+    staging_needs,
+)
 from tawa_xdsl.transforms.ws_utils import error, find_kernel, in_loop
 
 PASS = "ring-depth"
+DEFAULT_MAX_STAGES = 4  # deeper rings gained nothing measurable on the H200 GEMMs
 
 
 def set_ring_depth(kernel: func.FuncOp, stages: int) -> None:
@@ -44,18 +57,36 @@ def set_ring_depth(kernel: func.FuncOp, stages: int) -> None:
             new.name_hint = hint
 
 
+def fit_ring_depth(kernel: func.FuncOp, epilogue: str = "global") -> int:
+    """Set, and return, the deepest ring depth up to `DEFAULT_MAX_STAGES` that fits shared
+    memory beside the epilogue's staging buffers (1 when none fits: refused afterwards)."""
+    staging = staging_needs(kernel) if epilogue == "tma" else []
+    for stages in range(DEFAULT_MAX_STAGES, 0, -1):
+        set_ring_depth(kernel, stages)
+        if shared_memory_need(ring_needs(kernel) + staging) <= SM90_MAX_SMEM_BYTES:
+            return stages
+    return 1
+
+
 @dataclass(frozen=True)
 class RingDepthPass(ModulePass):
     """Ring depth D of every ring used inside a loop.
 
     Options:
-      stages: int = 2   slots of each looped ring.
+      stages: int | None = 2     slots of each looped ring (None: fitted to shared memory).
+      epilogue: str = "global"   lower-to-nvgpu's epilogue (`tma` stages stores in smem).
     """
 
     name = "ring-depth"
 
-    stages: int = 2
+    stages: int | None = 2
+    epilogue: str = "global"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        set_ring_depth(find_kernel(op, PASS), self.stages)
-        check_shared_memory(op)  # the depth is known: refuse before any proof or lowering
+        kernel = find_kernel(op, PASS)
+        if self.stages is None:
+            fit_ring_depth(kernel, self.epilogue)
+        else:
+            set_ring_depth(kernel, self.stages)
+        # the depth is known: refuse before any proof or lowering
+        check_shared_memory(op, epilogue=self.epilogue)

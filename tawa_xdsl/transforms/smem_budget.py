@@ -9,8 +9,10 @@ ring two arrays of D mbarriers. `shared_memory_need` counts them the way the bac
 them (each buffer 1024-byte aligned, then the 8-byte barriers, then the 1 KiB of alignment
 slack the launch passes), at the aref level (`aref.create`) and at the mbarrier and nvgpu levels
 (the allocations themselves), so a ring too deep is refused before the barrier-protocol proof
-and before any PTX exists. What a later pass adds (the TMA-store staging buffer) is counted by
-the backend's exact check (`SmemPlan`), which must then agree.
+and before any PTX exists. What a later pass adds, the staging buffers of the TMA-store
+epilogue, is foreseen at the aref level by `staging_needs` (one whole output tile per stored
+descriptor of each consumer group, as `to_nvgpu.stores` allocates them), so that ring-depth
+can fit the rings beside it; the backend's exact check (`SmemPlan`) must then agree.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from tawa_xdsl.diagnostics import TawaError, op_location
 from tawa_xdsl.dialects import aref, nvgpu
 from tawa_xdsl.dialects.nvgpu import MBARRIER_BYTES, SM90_MAX_SMEM_BYTES, SMEM_ALIGN
+from tawa_xdsl.dialects.tile import StoreOp
+from tawa_xdsl.transforms.to_nvgpu.stores import tma_store_box
 
 ALIGN_SLACK = 1024  # the kernel aligns the window base by hand (see emit_ptx.SmemPlan)
 
@@ -86,6 +90,29 @@ def ring_needs(kernel: func.FuncOp) -> list[RingNeed]:
     return needs
 
 
+def staging_needs(kernel: func.FuncOp) -> list[RingNeed]:
+    """The staging buffers `epilogue=tma` will give `kernel` (asked at the aref level, before
+    or after distribute): one whole tile per descriptor each consumer group stores through
+    TMA (stores are the consumers'; before distribute the kernel is one group)."""
+    staged: dict[tuple[Operation | None, SSAValue], RingNeed] = {}
+    for store in kernel.walk():
+        if not isinstance(store, StoreOp) or tma_store_box(store) is None:
+            continue
+        value = store.value.type
+        assert isinstance(value, TensorType)
+        size = _tile_bytes(value)
+        need = RingNeed("c_stage", store, (size,), 0, 1, str(value), size)
+        staged.setdefault((_enclosing_group(store), store.desc), need)
+    return list(staged.values())
+
+
+def _enclosing_group(op: Operation) -> Operation | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, aref.GroupOp):
+        parent = parent.parent_op()
+    return parent
+
+
 def shared_memory_need(needs: list[RingNeed]) -> int:
     """Bytes of dynamic shared memory for `needs`, placed as the backend places them."""
     end = 0
@@ -97,10 +124,13 @@ def shared_memory_need(needs: list[RingNeed]) -> int:
     return end + ALIGN_SLACK
 
 
-def check_shared_memory(module: ModuleOp, limit: int = SM90_MAX_SMEM_BYTES) -> None:
-    """Refuse, in one line naming the rings, a kernel whose rings need more than `limit`."""
+def check_shared_memory(
+    module: ModuleOp, limit: int = SM90_MAX_SMEM_BYTES, epilogue: str = "global"
+) -> None:
+    """Refuse, in one line naming the rings, a kernel whose rings (and, with the TMA-store
+    `epilogue`, its staging buffers) need more than `limit`."""
     for kernel in [op for op in module.ops if isinstance(op, func.FuncOp)]:
-        needs = ring_needs(kernel)
+        needs = ring_needs(kernel) + (staging_needs(kernel) if epilogue == "tma" else [])
         total = shared_memory_need(needs)
         if total <= limit:
             continue

@@ -50,28 +50,33 @@ class WarpSpecializePass(ModulePass):
     distribute, cooperative-consumers, [software-pipeline,] mma-lag, place-releases.
 
     Options:
-      stages: int = 3        ring depth D (how far the producer may run ahead).
+      stages: int | None = 3    ring depth D (how far the producer may run ahead; None:
+                                the deepest that fits shared memory, see ring-depth).
       mma_depth: int = 2     MMA depth P: uses a consumer holds before releasing the oldest.
-      consumers: int = 1     consumer warpgroups cooperating on one tile (1 or 2).
+      consumers: int | None = 1  consumer warpgroups cooperating on one tile (1 or 2; None:
+                                 chosen from the tile rows, see cooperative-consumers).
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
       attention: bool = True     software-pipeline the attention consumer (QK^T of j+1 before
                                  softmax of j); other kernels are left alone.
+      epilogue: str = "global"   lower-to-nvgpu's epilogue (its staging buffers count
+                                 against the shared memory the rings may take).
     """
 
     name = "tawa-warp-specialize"
 
-    stages: int = 3
+    stages: int | None = 3
     mma_depth: int = 2
-    consumers: int = 1
+    consumers: int | None = 1
     persistent: bool = False
     attention: bool = True
+    epilogue: str = "global"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
         passes += [
             PartitionPass(),
             InsertArefPass(),
-            RingDepthPass(stages=self.stages),
+            RingDepthPass(stages=self.stages, epilogue=self.epilogue),
             DistributePass(),
             CooperativeConsumersPass(consumers=self.consumers),
         ]
@@ -80,20 +85,22 @@ class WarpSpecializePass(ModulePass):
         for p in passes:
             p.apply(ctx, op)
             verify_module(op)
-        check_shared_memory(op)  # the ring depth is known: refuse before any proof or lowering
+        # the ring depth is known: refuse before any proof or lowering
+        check_shared_memory(op, epilogue=self.epilogue)
 
 
 def warp_specialize(
     module: ModuleOp,
-    stages: int = 3,
+    stages: int | None = 3,
     mma_depth: int = 2,
-    consumers: int = 1,
+    consumers: int | None = 1,
     persistent: bool = False,
     attention: bool = True,
+    epilogue: str = "global",
 ) -> ModuleOp:
     """A warp-specialized copy of `module` (see the module docstring)."""
     result = module.clone()
-    WarpSpecializePass(stages, mma_depth, consumers, persistent, attention).apply(
+    WarpSpecializePass(stages, mma_depth, consumers, persistent, attention, epilogue).apply(
         make_context(), result
     )
     return result

@@ -95,7 +95,7 @@ def test_launch_options_are_the_specializations_compile_options() -> None:
     assert compiled.options == CompileOptions(
         stages=3, mma_depth=1, registers=(24, 240), epilogue="tma"
     )
-    assert compile_gemm(num_stages=4) is compile_gemm()  # the default spelled out: same key
+    assert compile_gemm(num_stages=None) is compile_gemm()  # the default spelled out: same key
 
 
 def test_registers_launch_option_changes_the_kernel() -> None:
@@ -147,7 +147,8 @@ def test_tawa_opt_runs_the_same_pipeline(tmp_path: Path, capsys: pytest.CaptureF
     """`tawa-opt -p <pipeline_text(options)> -t ptx` prints the PTX compile_to_ptx makes."""
     options = CompileOptions(stages=3, mma_depth=2, registers=(24, 240), epilogue="tma")
     text = pipeline_text(options)
-    assert text.startswith("tawa-warp-specialize{stages=3 mma_depth=2 consumers=2 ")
+    # consumers unset: chosen by cooperative-consumers from the tile rows
+    assert text.startswith("tawa-warp-specialize{stages=3 mma_depth=2 consumers persistent=")
     assert (
         'set-registers{producer=24 consumer=240},lower-aref,lower-to-nvgpu{epilogue="tma"' in text
     )

@@ -165,7 +165,7 @@ ROWS = [
     Row("opt-unknown-pass", "tawa-opt", lambda t: [GEMM, "-p", "nope", "-o", str(t / "o")], 1,
         P("-p: error: unknown pass 'nope'"), writes="o"),
     Row("opt-int-option", "tawa-opt", lambda t: [GEMM, "-p", "tawa-warp-specialize{stages=abc}"],
-        1, P("-p: error: tawa-warp-specialize: option 'stages' expects int, got 'abc'")),
+        1, P("-p: error: tawa-warp-specialize: option 'stages' expects int | None, got 'abc'")),
     Row("opt-bool-option", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{persistent=maybe}"], 1,
         P("-p: error: tawa-warp-specialize: option 'persistent' expects bool, got 'maybe'")),
@@ -215,7 +215,7 @@ ROWS = [
         P("-p: error: unknown pass 'nope'")),
     Row("verify-int-option", "tawa-verify",
         lambda t: ["-p", "tawa-warp-specialize{stages=abc}", GEMM], 2,
-        P("-p: error: tawa-warp-specialize: option 'stages' expects int, got 'abc'")),
+        P("-p: error: tawa-warp-specialize: option 'stages' expects int | None, got 'abc'")),
     Row("verify-pass-fails", "tawa-verify", lambda t: ["-p", "lower-to-nvgpu", GEMM], 2,
         P("-p: error: lower-to-nvgpu: @gemm needs exactly one aref.warp_specialize")),
     Row("verify-missing-file", "tawa-verify", lambda t: [str(t / "nope.mlir")], 2,
@@ -417,13 +417,23 @@ def test_the_early_count_equals_the_backend_plan() -> None:
 def test_emit_ptx_refuses_a_plan_over_the_limit() -> None:
     """emit-ptx checks the plan itself: IR lowered for a smaller limit is still refused."""
     from tawa_xdsl.backend.emit_ptx import EmitError, emit_ptx
-    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
+    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level, pipeline
     from tawa_xdsl.diagnostics import parse_module
     from tawa_xdsl.dialects import make_context
+    from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
+    from tawa_xdsl.transforms.smem_budget import SharedMemoryError
 
     module = parse_module(make_context(), matmul_ir(256), "mm256.mlir")
     opts = CompileOptions(stages=3, consumers=2, epilogue="tma", verify=False)
-    lowered = lower_to_nvgpu_level(module, opts)  # 3 x 64 KiB rings + the 128 KiB staging
+    # 3 x 64 KiB rings + the 128 KiB staging: ring-depth counts the staging and refuses
+    with pytest.raises(SharedMemoryError, match=r"c_stage \(1 slots of tensor<256x256xf16>"):
+        lower_to_nvgpu_level(module, opts)
+    # lowered as if the rings were planned for the st.global epilogue: emit-ptx refuses
+    planned = CompileOptions(stages=3, consumers=2, verify=False)
+    ctx, lowered = make_context(), module.clone()
+    for _, step in pipeline(planned):
+        tma = LowerToNvgpuPass(epilogue="tma")
+        (tma if isinstance(step, LowerToNvgpuPass) else step).apply(ctx, lowered)
     with pytest.raises(EmitError, match=r"^emit-ptx: @matmul needs \d+ bytes of shared memory"):
         emit_ptx(lowered)
 

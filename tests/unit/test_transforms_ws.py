@@ -153,14 +153,28 @@ def test_refuses_a_loaded_tile_that_escapes_through_a_loop():
     assert "escapes through 'scf.yield'" in message and "k.mlir:" in message
 
 
-def test_refuses_control_flow_it_cannot_split():
-    message = _refusal(
+def test_a_uniform_if_runs_in_both_groups_with_the_use_counter() -> None:
+    """A condition on scalars is computed by both groups; the if around the load yields the
+    ring's use counter in each group, and the warp-specialized kernel copies the block
+    exactly when the condition holds (aref interpreter against the tile program)."""
+    body = (
         "  %t = arith.cmpi slt, %c0, %n : i32\n"
         "  scf.if %t {\n"
         "    %a = tile.load %a_desc[%c0, %c0] : !tile.desc<64x16xf16> -> tensor<64x16xf16>\n"
         "    tile.store %c_desc[%c0, %c0], %a : !tile.desc<64x16xf16>, tensor<64x16xf16>\n  }\n"
     )
-    assert "'scf.if' is not supported" in message
+    module = parse_module(CTX, _HEADER + _LOOP + body + "  func.return\n}\n", "k.mlir")
+    ws = warp_specialize(module)
+    for group in _groups(ws).values():
+        (branch,) = _ops(group, scf.IfOp)
+        assert [str(t) for t in branch.result_types] == ["i32"]  # the use counter
+    a = np.arange(64 * 16, dtype=np.float16).reshape(64, 16)
+    for n, answer in ((0, np.zeros_like(a)), (1, a)):
+        expected, got = np.zeros_like(a), np.zeros_like(a)
+        run_kernel(module, (1,), [a, expected, n])
+        run_warp_specialized(ws, (1,), [a, got, n])
+        np.testing.assert_array_equal(expected, answer)
+        np.testing.assert_array_equal(got, answer)
 
 
 def test_refuses_three_consumers(kernels):

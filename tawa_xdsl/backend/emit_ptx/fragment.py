@@ -22,8 +22,11 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 )
 from tawa_xdsl.backend.ptx import Reg, f32_hex
 from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES as FP8
 from tawa_xdsl.dialects.nvgpu import WGMMA_ROW, FragmentLayout, FragmentType, SmemType
 from tawa_xdsl.dialects.tile import ComparePredicate
+
+FP8_NAMES = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}  # PTX's names of the fp8 formats
 
 HANDLERS = Handlers()
 
@@ -169,11 +172,24 @@ def fragment_convert(p: KernelPrinter, op: Operation) -> None:
     if packed(src_ty) and isinstance(dst_ty.element_type, Float32Type):
         _unpack_halves(p, half_name(src_ty.element_type), dst, src)
         return
+    if isinstance(src_ty.element_type, Float32Type) and isinstance(dst_ty.element_type, FP8):
+        _pack_fp8(p, FP8_NAMES[str(dst_ty.element_type)], dst, src)
+        return
     if not isinstance(src_ty.element_type, Float32Type) or not packed(dst_ty):
-        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16 only)")
+        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16, f32 -> fp8)")
     half = half_name(dst_ty.element_type)
     for k, d in enumerate(dst):
         p.b.cvt_rn_x2_f32(half, d, src[2 * k + 1], src[2 * k])
+
+
+def _pack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> None:
+    """f32 -> fp8, saturating to the largest finite value: register k packs values 4k..4k+3
+    (two column pairs, rows r and r + 8), each pair one 16-bit half, low value first."""
+    for k, d in enumerate(dst):
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {lo}, {src[4 * k + 1]}, {src[4 * k]}")
+        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {hi}, {src[4 * k + 3]}, {src[4 * k + 2]}")
+        p.b.emit(f"mov.b32 {d}, {{{lo}, {hi}}}")
 
 
 def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) -> None:
@@ -239,6 +255,22 @@ def _pair(ty: FragmentType, regs: list[Reg], first: int) -> list[Reg]:
     return [regs[first // 2]] if packed(ty) else regs[first : first + 2]
 
 
+def _stored_pair(
+    p: KernelPrinter, ty: FragmentType, regs: list[Reg], first: int, halves: dict[int, tuple]
+) -> list[Reg]:
+    """What a store of the column pair `first`, `first + 1` writes: `_pair`'s registers, or
+    for an fp8 fragment (four values per register, `_pack_fp8`) one 16-bit half of a register,
+    unpacked once per register into `halves`."""
+    if not isinstance(ty.element_type, FP8):
+        return _pair(ty, regs, first)
+    k = first // 4
+    if k not in halves:
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {regs[k]}")
+        halves[k] = (lo, hi)
+    return [halves[k][(first // 2) % 2]]
+
+
 def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
     """st.global of each column pair as the store plan says (`legalize-nvgpu`): one address
     per planned row offset, one column predicate per planned column offset. Through a rank > 2
@@ -273,8 +305,9 @@ def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
     for dcol in sorted({dcol for _, _, dcol in plan} if clip_cols else ()):
         col_ok[dcol] = b.new("pred")
         b.setp("lt", "s32", col_ok[dcol], col, _minus(p, dim1, dcol) if dcol else dim1)
-    ptx_ty = "f32" if eb == 4 else "b32"
+    ptx_ty = {4: "f32", 2: "b32", 1: "b16"}[eb]  # one column pair per store
     regs = p.frag(op.value)
+    halves: dict[int, tuple] = {}
     for drow in sorted({drow for _, drow, _ in plan}):
         r = b.new("b32")
         b.binary("add.s32", r, row, drow)
@@ -290,7 +323,7 @@ def fragment_store_global(p: KernelPrinter, op: Operation) -> None:
         for first, store_row, dcol in plan:
             if store_row != drow:
                 continue
-            pair = _pair(ty, regs, first)
+            pair = _stored_pair(p, ty, regs, first, halves)
             ok = _both(p, row_ok, col_ok.get(dcol))
             b.st_global(ptx_ty, addr, pair, offset=dcol * eb, pred=ok)
 
@@ -409,9 +442,10 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
         return
     col_bytes = b.new("b32")
     b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
-    ptx_ty = "f32" if eb == 4 else "b32"
+    ptx_ty = {4: "f32", 2: "b32", 1: "b16"}[eb]  # one column pair per store
+    halves: dict[int, tuple] = {}
     for first, drow, dcol in plan:
-        pair = _pair(ty, p.frag(op.value), first)
+        pair = _stored_pair(p, ty, p.frag(op.value), first, halves)
         r = b.new("b32")
         b.binary("add.u32", r, row, drow)
         x = b.new("b32")  # byte within the row
@@ -459,8 +493,9 @@ def _fragment_store_swizzled(
     b.binary("and.b32", rmod, row, span // 16 - 1)
     b.binary("shl.b32", rmod, rmod, 4)
     chunks: dict[int, Reg] = {}
+    halves: dict[int, tuple] = {}
     for first, drow, dcol in plan:
-        pair = _pair(ty, p.frag(op.value), first)
+        pair = _stored_pair(p, ty, p.frag(op.value), first, halves)
         x0 = dcol * eb
         slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
         if chunk not in chunks:
@@ -603,7 +638,9 @@ def fragment_load(p: KernelPrinter, op: Operation) -> None:
         b.binary("add.s32", row, row, p.operand(op.row))
     col_bytes = b.new("b32")
     b.binary("mul.lo.u32", col_bytes, col, eb)
-    for first, pair in _pairs(ty, p.frag(op.result)):
+    regs = p.frag(op.result)
+    for first in range(0, len(regs) * (2 if packed(ty) else 1), 2):
+        pair = _pair(ty, regs, first)
         drow, dcol = ty.layout_object.value_offset((rows, cols), first)
         r, x, addr = b.new("b32"), b.new("b32"), b.new("b32")
         b.binary("add.u32", r, row, drow)

@@ -14,7 +14,7 @@ from xdsl.ir import Operation, SSAValue
 from tawa_xdsl.backend.emit_ptx.kernel import Handlers, KernelPrinter, fail, frag_type
 from tawa_xdsl.backend.ptx import Reg
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_OPERAND_A, SmemType
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WARPGROUP_ROWS, WGMMA_OPERAND_A, SmemType
 
 HANDLERS = Handlers()
 DESCRIPTOR_START_MASK = 0x3FFF  # bits 13..0: (address & 0x3FFFF) >> 4 (§4.3)
@@ -30,15 +30,23 @@ def wgmma_wait_group(p: KernelPrinter, op: nvgpu.WgmmaWaitGroupOp) -> None:
 
 
 def descriptor(
-    p: KernelPrinter, buf_value: SSAValue, slot: SSAValue, row: SSAValue | None, bits: int
+    p: KernelPrinter,
+    buf_value: SSAValue,
+    slot: SSAValue,
+    row: SSAValue | None,
+    bits: int,
+    mn_major: bool = False,
 ) -> Reg:
-    """The smem descriptor of row `row` (or 0) of slot `slot` with constant bits `bits`."""
+    """The smem descriptor of row `row` of M (or 0) of slot `slot` with constant bits
+    `bits`: slot row `row` of a K-major slot, or of an MN-major one (KxM) column `row`, a
+    multiple of 64, which starts column slab `row / 64` (`K * span` bytes each)."""
     buf = buf_value.type
     assert isinstance(buf, SmemType)
     b = p.b
     start = p.addr_reg(p.slot_addr(buf_value, slot, buf.slot_bytes()))
     if row is not None:
-        row_bytes = buf.swizzle_bytes
+        span = buf.swizzle_bytes
+        row_bytes = buf.slot_shape[0] * span // WARPGROUP_ROWS if mn_major else span
         b.emit(f"mad.lo.u32 {start}, {p.operand(row)}, {row_bytes}, {start}")
     b.binary("shr.u32", start, start, 4)
     b.binary("and.b32", start, start, DESCRIPTOR_START_MASK)
@@ -77,6 +85,8 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
         a_buf = op.a_buf.type
         assert isinstance(a_buf, SmemType)
         a_shape, a_et = a_buf.slot_shape, a_buf.element_type
+        if op.transpose_a is not None:  # a KxM slot
+            a_shape = a_shape[::-1]
     rows, n = acc_ty.get_shape()
     k = a_shape[1]
     blocks, k_steps = nvgpu.instruction_count(rows, k, a_et)
@@ -94,7 +104,8 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
         desc_b = descriptor(p, op.b_buf, op.b_slot, None, b_bits)
     else:
         a_bits, a_steps = plan(op, op.a_desc_bits, op.a_desc_steps)
-        desc_a = descriptor(p, op.a_buf, op.a_slot, op.a_row, a_bits)
+        trans_a = op.transpose_a is not None
+        desc_a = descriptor(p, op.a_buf, op.a_slot, op.a_row, a_bits, trans_a)
         desc_b = descriptor(p, op.b_buf, op.b_slot, None, b_bits)
     per_block = n // 2
     for block in range(blocks):
@@ -111,6 +122,6 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
                 a_operand,
                 desc_plus(p, desc_b, b_steps[kk]),
                 scale_d=1,
-                trans_a=None if fp8 or rs else 0,
+                trans_a=None if fp8 or rs else int(op.transpose_a is not None),
                 trans_b=None if fp8 else trans_b,
             )

@@ -186,8 +186,10 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     """`result = acc + A @ B` over a whole K slice, A and B from smem slots: K/16 (fp8: K/32)
     times M/64 `wgmma.mma_async.sync.aligned.m64nNk16` instructions on smem descriptors.
 
-    A's slot is MxK (K-major); with a row offset `a_row`, this warpgroup uses the M rows of
-    the slot from `a_row` on (cooperative consumers split one A tile). B's slot is NxK
+    A's slot is MxK (K-major), or with `transpose_a` KxM (M-major, PTX tA = 1; 16-bit inputs
+    only); with an offset `a_row`, this warpgroup uses the M rows of A from `a_row` on (slot
+    rows, or slot columns when transposed: cooperative consumers split one A tile). B's slot
+    is NxK
     (K-major, PTX tB = 0), or with `transpose_b` KxN (N-major, tB = 1). The result is valid
     after a `nvgpu.wgmma_wait_group` covering it.
 
@@ -206,6 +208,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     b_slot = operand_def(i32)
     acc = operand_def(ACC)
     result = result_def(ACC)
+    transpose_a = opt_prop_def(UnitAttr)
     transpose_b = opt_prop_def(UnitAttr)
     a_desc_bits = opt_prop_def(IntegerAttr[I64])
     a_desc_steps = opt_prop_def(DenseArrayBase)
@@ -214,9 +217,9 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = (
-        "$a_buf `[` $a_slot (`,` $a_row^)? `]` `,` $b_buf `[` $b_slot `]` `,` $acc "
-        "(`transpose_b` $transpose_b^)? attr-dict `:` type($a_buf) `,` type($b_buf) `,` "
-        "type($acc)"
+        "$a_buf `[` $a_slot (`,` $a_row^)? `]` (`transpose_a` $transpose_a^)? `,` $b_buf "
+        "`[` $b_slot `]` `,` $acc (`transpose_b` $transpose_b^)? attr-dict `:` type($a_buf) "
+        "`,` type($b_buf) `,` type($acc)"
     )
 
     def __init__(
@@ -228,11 +231,13 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         acc: SSAValue,
         *,
         a_row: SSAValue | None = None,
+        transpose_a: bool = False,
         transpose_b: bool = False,
     ):
+        flags = {"transpose_a": transpose_a, "transpose_b": transpose_b}
         super().__init__(
             operands=[a_buf, a_slot, [a_row] if a_row else [], b_buf, b_slot, acc],
-            properties={"transpose_b": UnitAttr()} if transpose_b else {},
+            properties={name: UnitAttr() for name, on in flags.items() if on},
             result_types=[acc.type],
         )
 
@@ -240,7 +245,12 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         a, acc = smem_type(self.a_buf), fragment_type(self.acc)
         if len(a.slot_shape) != 2:
             raise VerifyException(f"'nvgpu.wgmma_mma_async' A slots must be 2-D, got {a}")
-        a_m, k = a.slot_shape
+        if self.transpose_a is not None and isinstance(a.element_type, FP8_TYPES):
+            raise VerifyException(
+                "'nvgpu.wgmma_mma_async' transpose_a is not available for fp8 inputs (A must "
+                "be K-major)"
+            )
+        a_m, k = a.slot_shape[::-1] if self.transpose_a is not None else a.slot_shape
         m = acc.get_shape()[0]
         if self.a_row is None and a_m != m:
             raise VerifyException(

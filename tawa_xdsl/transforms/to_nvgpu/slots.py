@@ -24,12 +24,14 @@ from tawa_xdsl.transforms.to_nvgpu.common import constant_int, fail, insert_befo
 
 @dataclass(frozen=True)
 class SmemView:
-    """A tile that still lives in an smem slot: rows [row, ...) of slot `slot` of `buf`."""
+    """A tile that still lives in an smem slot: rows [row, ...) (or, with `column`, columns
+    [column, ...)) of slot `slot` of `buf`."""
 
     buf: SSAValue
     slot: SSAValue
     row: SSAValue | None = None
     transposed: bool = False
+    column: SSAValue | None = None
 
 
 def read(op: nvgpu.SmemLoadOp) -> SmemView:
@@ -37,25 +39,28 @@ def read(op: nvgpu.SmemLoadOp) -> SmemView:
 
 
 def transpose(view: SmemView) -> SmemView:
-    return SmemView(view.buf, view.slot, view.row, not view.transposed)
+    return SmemView(view.buf, view.slot, view.row, not view.transposed, view.column)
 
 
 def row_slice(op: tile.ExtractSliceOp, view: SmemView) -> SmemView:
-    """Rows `[offset, offset + n)` of an untransposed slot (every other offset 0); of a 1-D
+    """Rows `[offset, offset + n)` of an untransposed slot (every other offset 0), or its
+    columns `[offset, offset + n)` (all rows kept: the M slice of an M-major A); of a 1-D
     slot, elements `[offset, offset + n)` (a consumer's rows of a row vector)."""
     src, dst = op.source.type, op.result.type
     assert isinstance(src, TensorType) and isinstance(dst, TensorType)
     offsets = list(op.offsets)
+    if view.transposed or view.row is not None or view.column is not None:
+        raise fail(op, "must slice an untransposed smem slot once")
     if all(d == 1 for d in src.get_shape()[:-1]):  # a vector, maybe with leading unit dims
-        if view.row is not None or any(constant_int(o) != 0 for o in offsets[:-1]):
+        if any(constant_int(o) != 0 for o in offsets[:-1]):
             raise fail(op, "must take one slice of the elements of a vector slot")
         return SmemView(view.buf, view.slot, offsets[-1])
-    others = [o for i, o in enumerate(offsets) if i != len(offsets) - 2]
-    if view.transposed or view.row is not None or any(constant_int(o) != 0 for o in others):
-        raise fail(op, "must take whole rows of an untransposed smem slot")
-    if src.get_shape()[-1] != dst.get_shape()[-1]:
-        raise fail(op, "must keep every column of the slot (a row slice)")
-    return SmemView(view.buf, view.slot, offsets[-2])
+    lead = [o for o in offsets[:-2] if constant_int(o) != 0]
+    if src.get_shape()[-1] == dst.get_shape()[-1] and not lead and constant_int(offsets[-1]) == 0:
+        return SmemView(view.buf, view.slot, offsets[-2])
+    if src.get_shape()[-2] == dst.get_shape()[-2] and not lead and constant_int(offsets[-2]) == 0:
+        return SmemView(view.buf, view.slot, column=offsets[-1])
+    raise fail(op, "must take whole rows or whole columns of an smem slot")
 
 
 def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:

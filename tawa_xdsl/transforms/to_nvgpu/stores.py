@@ -38,6 +38,28 @@ def global_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
     Rewriter.replace_op(op, nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets)))
 
 
+def tma_store_box(op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
+    """The TMA box `[1, ...,] rows x span` through which `epilogue=tma` writes `op`'s tile,
+    or None when the store keeps the st.global form (see the module docstring). Also asked
+    at the aref level, on whole tiles, by `smem_budget.staging_bytes`."""
+    desc, value = op.desc, op.value.type  # a fragment once its convert is lowered
+    assert isinstance(desc.type, DescType) and isinstance(value, TensorType | FragmentType)
+    shape = value.get_shape()
+    if len(shape) != 2 or not isinstance(desc, BlockArgument):
+        return None
+    lead = desc.type.get_block_shape()[:-2]
+    if any(d != 1 for d in lead):
+        return None
+    span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
+    rows, cols = shape
+    if cols % span or rows % 64 or rows > 256:
+        return None
+    users = {type(u.operation) for u in desc.uses}
+    if not users <= {tile.StoreOp, tile.StoreSliceOp, nvgpu.TmaStoreOp}:
+        return None  # also loaded: its tensor map keeps the block as box
+    return DescType((*lead, rows, span), value.element_type)
+
+
 class TmaEpilogue:
     """The `epilogue=tma` stores of one consumer group (see the module docstring)."""
 
@@ -58,23 +80,8 @@ class TmaEpilogue:
 
     def _box(self, op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
         """The TMA box `[1, ...,] rows x span` of the store, or None when it keeps st.global."""
-        desc, value = op.desc, op.value.type  # a fragment once its convert is lowered
-        assert isinstance(desc.type, DescType) and isinstance(value, TensorType | FragmentType)
-        shape = value.get_shape()
-        if len(shape) != 2 or not isinstance(desc, BlockArgument):
-            return None
-        lead = desc.type.get_block_shape()[:-2]
-        if any(d != 1 for d in lead):
-            return None
-        span = SWIZZLE_BYTES // nvgpu.element_bytes(value.element_type)
-        rows, cols = shape
-        if cols % span or rows % 64 or rows > 256:
-            return None
-        users = {type(u.operation) for u in desc.uses}
-        if not users <= {tile.StoreOp, tile.StoreSliceOp, nvgpu.TmaStoreOp}:
-            return None  # also loaded: its tensor map keeps the block as box
-        box = DescType((*lead, rows, span), value.element_type)
-        previous = self.boxes.get(desc)
+        box = tma_store_box(op)
+        previous = self.boxes.get(op.desc)
         return box if previous is None or previous == box else None
 
     def accepts(self, op: tile.StoreOp | tile.StoreSliceOp) -> bool:

@@ -2,8 +2,10 @@
 
 The operand types choose the form: A and B read from smem slots (`slots.SmemView`) give an
 SS `nvgpu.wgmma_mma_async` (B read N-major when its view is not transposed: an NxK slot
-through `tile.trans` is K-major), A a register fragment (`wgmma_operand_a`) an RS
-`nvgpu.wgmma_mma_async_rs`. Each dot is `wgmma_fence`, the wgmma, `wgmma_commit_group`.
+through `tile.trans` is K-major; A read M-major, `transpose_a`, when its view is transposed:
+a KxM slot through `tile.trans`, 16-bit inputs only), A a register fragment
+(`wgmma_operand_a`) an RS `nvgpu.wgmma_mma_async_rs`. Each dot is `wgmma_fence`, the wgmma,
+`wgmma_commit_group`.
 
 **Retiring.** A wgmma whose result only its loop carries (the accumulator of a K loop, O of
 P V) stays in flight; the loop retires it: after the body's last commit
@@ -57,11 +59,14 @@ def dot(op: tile.DotOp, views: dict[SSAValue, SmemView], dead: list[Operation]) 
     acc = fresh_acc(op, dead)
     a = views.get(op.lhs)
     if a is not None:
-        if a.transposed:
-            raise fail(op, "needs a K-major A (an untransposed MxK slot)")
+        if a.transposed and isinstance(nvgpu.smem_type(a.buf).element_type, nvgpu.FP8_TYPES):
+            raise fail(op, "needs a K-major A for fp8 inputs (an untransposed MxK slot)")
+        if a.transposed and a.row is not None or not a.transposed and a.column is not None:
+            raise fail(op, "needs A slot rows (K-major) or columns (M-major) of all of K")
         mma: Operation = nvgpu.WgmmaMmaAsyncOp(
-            a.buf, a.slot, b.buf, b.slot, acc, a_row=a.row, transpose_b=not b.transposed
-        )
+            a.buf, a.slot, b.buf, b.slot, acc, a_row=a.column if a.transposed else a.row,
+            transpose_a=a.transposed, transpose_b=not b.transposed,
+        )  # fmt: skip
     elif isinstance(op.lhs.type, FragmentType):
         mma = nvgpu.WgmmaMmaAsyncRsOp(op.lhs, b.buf, b.slot, acc, transpose_b=not b.transposed)
     else:
