@@ -385,17 +385,7 @@ class IrSkeleton:
 
 def wgmma_instructions(op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp) -> int:
     """How many `wgmma.mma_async` instructions one op prints (M/64 blocks x K steps)."""
-    acc = op.acc.type
-    assert isinstance(acc, nvgpu.FragmentType)
-    if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
-        a = op.a.type
-        assert isinstance(a, nvgpu.FragmentType)
-        k, et = a.get_shape()[1], a.element_type
-    else:
-        a_buf = op.a_buf.type
-        assert isinstance(a_buf, SmemType)
-        k, et = a_buf.slot_shape[1], a_buf.element_type
-    blocks, k_steps = nvgpu.instruction_count(acc.get_shape()[0], k, et)
+    blocks, k_steps = op.instructions()
     return blocks * k_steps
 
 

@@ -78,19 +78,10 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
     b_buf, acc_ty = op.b_buf.type, frag_type(op.acc)
     assert isinstance(b_buf, SmemType)
     rs = isinstance(op, nvgpu.WgmmaMmaAsyncRsOp)
-    if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
-        a_ty = frag_type(op.a)
-        a_shape, a_et = a_ty.get_shape(), a_ty.element_type
-    else:
-        a_buf = op.a_buf.type
-        assert isinstance(a_buf, SmemType)
-        a_shape, a_et = a_buf.slot_shape, a_buf.element_type
-        if op.transpose_a is not None:  # a KxM slot
-            a_shape = a_shape[::-1]
-    rows, n = acc_ty.get_shape()
-    k = a_shape[1]
-    blocks, k_steps = nvgpu.instruction_count(rows, k, a_et)
-    k_step = k // k_steps
+    a_et = frag_type(op.a).element_type if rs else op.a_buf.type.element_type  # type: ignore
+    n = acc_ty.get_shape()[1]
+    blocks, k_steps = op.instructions()
+    k_step = nvgpu.mma_k(a_et)
     fp8 = isinstance(a_et, FP8_TYPES)
     types = f"f32.{PTX_INPUT_TYPES[str(a_et)]}.{PTX_INPUT_TYPES[str(b_buf.element_type)]}"
     trans_b = 1 if op.transpose_b is not None else 0
@@ -100,7 +91,7 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
         p.copy(acc, acc_in)
     b_bits, b_steps = plan(op, op.b_desc_bits, op.b_desc_steps)
     if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
-        a_regs = p.frag(op.a)
+        a_regs, a_shape = p.frag(op.a), tuple(frag_type(op.a).get_shape())
         desc_b = descriptor(p, op.b_buf, op.b_slot, None, b_bits)
     else:
         a_bits, a_steps = plan(op, op.a_desc_bits, op.a_desc_steps)
@@ -111,7 +102,7 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
     for block in range(blocks):
         for kk in range(k_steps):
             if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
-                regs = WGMMA_OPERAND_A.k_slice_registers(tuple(a_shape), block, kk)
+                regs = WGMMA_OPERAND_A.k_slice_registers(a_shape, block, kk)
                 a_operand: Reg | list[Reg] = [a_regs[i] for i in regs]
             else:
                 a_operand = desc_plus(p, desc_a, a_steps[block * k_steps + kk])

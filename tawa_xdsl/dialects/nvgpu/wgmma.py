@@ -265,9 +265,15 @@ class WgmmaMmaAsyncOp(IRDLOperation):
             self, a.element_type, m, k, self.b_buf, self.b_slot, self.acc, bool(self.transpose_b)
         )
         verify_slot(self, self.a_slot, a.slot_count, "A")
-        blocks, steps = instruction_count(m, k, a.element_type)
+        blocks, steps = self.instructions()
         verify_descriptor_plan(self, "a", self.a_desc_bits, self.a_desc_steps, blocks * steps)
         verify_descriptor_plan(self, "b", self.b_desc_bits, self.b_desc_steps, steps)
+
+    def instructions(self) -> tuple[int, int]:
+        """(64-row blocks, k steps) of the instructions this op prints."""
+        a = smem_type(self.a_buf)
+        k = a.slot_shape[0] if self.transpose_a is not None else a.slot_shape[1]
+        return instruction_count(fragment_type(self.acc).get_shape()[0], k, a.element_type)
 
 
 @irdl_op_definition
@@ -322,5 +328,10 @@ class WgmmaMmaAsyncRsOp(IRDLOperation):
         _verify_wgmma(
             self, a.element_type, m, k, self.b_buf, self.b_slot, self.acc, bool(self.transpose_b)
         )
-        _, steps = instruction_count(m, k, a.element_type)
+        _, steps = self.instructions()
         verify_descriptor_plan(self, "b", self.b_desc_bits, self.b_desc_steps, steps)
+
+    def instructions(self) -> tuple[int, int]:
+        """(64-row blocks, k steps) of the instructions this op prints."""
+        m, k = fragment_type(self.a).get_shape()
+        return instruction_count(m, k, fragment_type(self.a).element_type)
