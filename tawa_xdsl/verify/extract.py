@@ -1126,6 +1126,10 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
         None,
     )
     why = f"'{release.name}' releases a slot a wgmma may still read ({op_location(read)})"
+    block = read.parent_block()
+    if commit is not None and block is not None:
+        if _retired_in_its_iteration(block, commit, flat, order):
+            return  # retired before control leaves the read's block (a peeled use)
     inner = read_loops[-1] if read_loops else None
     drained = any(
         isinstance(o, scf.ForOp) and aref.DRAIN_ATTR in o.attributes for o in _ancestors(release)
@@ -1170,8 +1174,10 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
 def _retired_in_its_iteration(
     body: Block, commit: int, flat: list[Operation], order: dict[int, int]
 ) -> bool:
-    """A wait_group of the loop body itself (run every iteration) after the read's commit
-    retires it before the iteration ends: then any later release of the slot is safe."""
+    """A wait_group of `body` itself (the read's loop body or block, run whenever the read
+    is) after the read's commit retires it before the block ends: then any later release of
+    the slot is safe. Only commits of `body` itself count as newer groups (a conditional one
+    may not run)."""
     for op in body.ops:
         if isinstance(op, nvgpu.WgmmaWaitGroupOp) and order[id(op)] > commit:
             newer = sum(

@@ -356,3 +356,18 @@ def test_malformed_lowered_ir_gives_verdicts_or_one_line_refusals():
             pass
 
     check()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_peeled_use_retired_in_its_block_may_be_drained_after_the_tile_loop(causal):
+    """Found by the GPU fuzzer (bench/results/h200_2026-12-01_session): persistent attention
+    with one consumer and MMA depth 2 releases the peeled QK(0)'s K slot in the drain after
+    the tile loop, with no wait_group in between; the peeled block's own `wait_group 0` has
+    retired that wgmma, so the proof must accept it (it refused the compiler's output)."""
+    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
+    from tawa_xdsl.kernels import attention
+
+    module = attention.tile_module(128, "bf16", causal, block_n=64)
+    options = CompileOptions(stages=3, mma_depth=2, consumers=1, persistent=True, verify=False)
+    verdicts = verify_module(lower_to_nvgpu_level(module, options))
+    assert verdicts and all(v.proved for v in verdicts), [v.summary() for v in verdicts]
