@@ -79,11 +79,13 @@ def expect_tx_bytes(tma_payloads: Sequence[Attribute]) -> int:
 def swizzle_for(tile: Attribute) -> int:
     """The widest TMA/wgmma swizzle span (128, 64, 32 bytes or none) a tile's rows allow.
 
-    A vector (rank 1, e.g. a GEMM bias) gets none: it is never a wgmma operand, and TMA
-    swizzles by shared address, so a swizzled row in a slot not 1024-byte aligned (slot k of
-    a ring of 128-byte slots) would land with its 16-byte chunks permuted."""
+    A vector (rank 1, e.g. a GEMM bias, or one row with leading unit dims: a `[1, 128]` block
+    of per-K-block scales) gets none: it is never a wgmma operand, and TMA swizzles by shared
+    address, so a swizzled row lands with its 16-byte chunks permuted by the address bits of
+    its slab and slot (measured on the H200: a 512-byte scale row read back with chunks
+    XORed from its second slab on)."""
     assert isinstance(tile, TensorType)
-    if len(tile.get_shape()) == 1:
+    if all(d == 1 for d in tile.get_shape()[:-1]):
         return 0
     row_bytes = tile.get_shape()[-1] * (tile.element_type.bitwidth // 8)
     for span in (128, 64, 32):

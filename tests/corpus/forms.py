@@ -39,11 +39,13 @@ def wide(x: np.ndarray) -> np.ndarray:
 
 
 def output_tolerance(dtype: np.dtype) -> dict[str, float]:
-    """fp8 outputs round to 2 (e5m2) or 3 (e4m3) mantissa bits: half an ulp relative."""
+    """fp8 outputs round to 2 (e5m2) or 3 (e4m3) mantissa bits: one ulp relative. Not half
+    an ulp: the GPU sums K in f32 in another order than numpy, so a value next to a rounding
+    midpoint may round to the neighbouring fp8 value (seen on the H200: 4.0 for 4.5)."""
     if dtype == E5M2:
-        return {"rtol": 0.13, "atol": 0.13}
+        return {"rtol": 0.26, "atol": 0.26}
     if dtype == E4M3:
-        return {"rtol": 0.07, "atol": 0.07}
+        return {"rtol": 0.13, "atol": 0.13}
     return {}
 
 
