@@ -714,6 +714,17 @@ class DescriptorPlan:
             raise error(op, self.outside(smem, n, f"{k}-row MN-major"))
         return data[row : row + k]
 
+    def mn_major_block(self, op: Operation, smem: Smem, data: np.ndarray, n: int, k: int):
+        """The `64 x k` A operand of instruction n of an MN-major (K x M) slot: it starts at a
+        K row of one column slab (64 columns of M), slabs `K rows * span` bytes apart."""
+        eb = nvgpu.element_bytes(smem.type.element_type)
+        slab, rest = divmod(self.offsets[n], data.shape[0] * self.span)
+        row, within = divmod(rest, self.span)
+        cols = self.span // eb
+        if within or row + k > data.shape[0] or (slab + 1) * cols > data.shape[1]:
+            raise error(op, self.outside(smem, n, f"{k}-row MN-major A"))
+        return data[row : row + k, slab * cols : (slab + 1) * cols].T
+
     def outside(self, smem: Smem, n: int, what: str) -> str:
         return (
             f"descriptor step {n} points at byte {self.offsets[n]} of a slot of {smem.name} "
@@ -747,30 +758,25 @@ def _retire(mma: PendingMma) -> None:
         a_smem, a_index, row = mma.a
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
-        if op.transpose_a is not None:
-            # An M-major A (K x M slot): read logically; its descriptor plan is not decoded
-            # yet (the K-major plans of A and both plans of B are).
-            a = a_slot.data.T[row : row + rows]  # type: ignore[union-attr]
-        else:
-            a_plan = DescriptorPlan.of(
-                op, op.a_desc_bits, op.a_desc_steps, row * a_smem.type.swizzle_bytes
-            )
-            a_plan.check(op, a_smem, False)
-            block_rows = rows // blocks
-            a = np.concatenate(
-                [
-                    np.concatenate(
-                        [
-                            a_plan.k_major(
-                                op, a_smem, a_slot.data, bl * k_steps + j, block_rows, step
-                            )
-                            for j in range(k_steps)
-                        ],
-                        axis=1,
-                    )
-                    for bl in range(blocks)
-                ]
-            )
+        mn_major = op.transpose_a is not None
+        span = a_smem.type.swizzle_bytes
+        # the descriptor starts at slot row `row` (K-major) or column slab row / 64 (MN-major)
+        start = row * (a_smem.type.slot_shape[0] * span // 64 if mn_major else span)
+        a_plan = DescriptorPlan.of(op, op.a_desc_bits, op.a_desc_steps, start)
+        a_plan.check(op, a_smem, mn_major)
+        block_rows = rows // blocks
+
+        def a_operand(n: int) -> np.ndarray:
+            if mn_major:
+                return a_plan.mn_major_block(op, a_smem, a_slot.data, n, step)
+            return a_plan.k_major(op, a_smem, a_slot.data, n, block_rows, step)
+
+        a = np.concatenate(
+            [
+                np.concatenate([a_operand(bl * k_steps + j) for j in range(k_steps)], axis=1)
+                for bl in range(blocks)
+            ]
+        )
     else:
         a = mma.a
     acc = to_tile(op.acc.type, fragment_value(op, mma.acc))
