@@ -371,3 +371,27 @@ def test_a_peeled_use_retired_in_its_block_may_be_drained_after_the_tile_loop(ca
     options = CompileOptions(stages=3, mma_depth=2, consumers=1, persistent=True, verify=False)
     verdicts = verify_module(lower_to_nvgpu_level(module, options))
     assert verdicts and all(v.proved for v in verdicts), [v.summary() for v in verdicts]
+
+
+def test_a_peeled_use_whose_own_wait_retires_nothing_is_still_refused():
+    """The rule above applies only when the read's own block retires it: with the peeled
+    block's `wait_group 0` raised to 1, QK(0) is no longer retired there, and the proof,
+    which then finds no wait_group between the tile loop's end and the drain releasing the
+    slot, refuses it (conservatively: the K loop's final wait inside the tile loop would
+    retire it, a fact the model does not use)."""
+    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
+    from tawa_xdsl.dialects import nvgpu
+    from tawa_xdsl.kernels import attention
+
+    module = attention.tile_module(128, "bf16", True, block_n=64)
+    options = CompileOptions(stages=3, mma_depth=2, consumers=1, persistent=True, verify=False)
+    lowered = lower_to_nvgpu_level(module, options)
+    peeled = [
+        op for op in lowered.walk() if isinstance(op, scf.IfOp) and "tawa.peeled" in op.attributes
+    ]
+    waits = [op for p in peeled for op in p.walk() if isinstance(op, nvgpu.WgmmaWaitGroupOp)]
+    assert waits
+    for wait in waits:
+        wait.pending = IntegerAttr(1, i32)
+    with pytest.raises(ExtractionError, match="may still read"):
+        extract(lowered)
