@@ -12,8 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntegerAttr,
+    TensorType,
+    f32,
+    i32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import nvgpu, tile
@@ -62,7 +70,7 @@ class Masks:
 
     indices: dict[SSAValue, Index] = field(default_factory=dict)
     conditions: dict[SSAValue, list[Condition]] = field(default_factory=dict)
-    float_compares: dict[SSAValue, tile.CmpOp] = field(default_factory=dict)  # f32 tile.cmp
+    float_compares: dict[SSAValue, tile.CmpOp] = field(default_factory=dict)  # float tile.cmp
 
     def holds(self, value: SSAValue) -> bool:
         return value in self.indices or value in self.conditions
@@ -104,7 +112,7 @@ class Masks:
 
     def compare(self, op: tile.CmpOp) -> None:
         """a < b: a - b < 0; a <= b: a - b - 1 < 0; a > b: b - a < 0; a >= b: b - a - 1 < 0.
-        A compare of f32 fragments (a data-dependent mask) waits for its `tile.where`."""
+        A compare of float fragments (a data-dependent mask) waits for its `tile.where`."""
         if isinstance(op.lhs.type, FragmentType):
             self.float_compares[op.result] = op
             return
@@ -125,28 +133,32 @@ class Masks:
         self.conditions[op.result] = [Condition(index)]
 
     def where(self, op: tile.WhereOp) -> None:
+        """A data-dependent `where` is a `fragment_select`, an index mask a `fragment_mask`;
+        both run in f32, so 16-bit operands are widened first and the result rounded back
+        (exact: a select and a widening never round)."""
         if op.condition in self.float_compares:  # e.g. leaky relu: x < 0 ? x * a : x
             cmp = self.float_compares[op.condition]
-            select = nvgpu.FragmentSelectOp(
-                cmp.predicate, cmp.lhs, cmp.rhs, op.true_value, op.false_value
+            ops, (lhs, rhs, on_true, on_false) = widened(
+                [cmp.lhs, cmp.rhs, op.true_value, op.false_value]
             )
-            Rewriter.replace_op(op, select)
+            select = nvgpu.FragmentSelectOp(cmp.predicate, lhs, rhs, on_true, on_false)
+            Rewriter.replace_op(op, [*ops, select, *narrowed(select.result, op.result.type)])
             return
-        fill = op.false_value.owner
-        if not isinstance(fill, nvgpu.FragmentSplatOp):
+        fill = splat_scalar(op.false_value)
+        if fill is None:
             raise fail(op, "needs a splat of a scalar as its false value (the fill)")
         if not isinstance(op.true_value.type, FragmentType) or not isinstance(
-            op.true_value.type.element_type, Float32Type
+            op.true_value.type.element_type, FLOATS
         ):
-            raise fail(op, "needs an f32 accumulator tile as its true value")
-        ops: list[Operation] = []
+            raise fail(op, "needs a float tile as its true value")
+        ops, (source,) = widened([op.true_value])
         conditions = []
         for cond in self.condition(op, op.condition):
             bound, bound_ops = self.bound(cond.index)
             ops += bound_ops
             conditions.append((cond.index.row, cond.index.col, bound))
-        mask = nvgpu.FragmentMaskOp(op.true_value, fill.value, conditions)
-        Rewriter.replace_op(op, [*ops, mask])
+        mask = nvgpu.FragmentMaskOp(source, fill, conditions)
+        Rewriter.replace_op(op, [*ops, mask, *narrowed(mask.result, op.true_value.type)])
 
     @staticmethod
     def bound(index: Index) -> tuple[SSAValue, list[Operation]]:
@@ -168,3 +180,45 @@ class Masks:
             value = step.results[0]
         value.name_hint = "mask_bound"
         return value, ops
+
+
+FLOATS = (Float32Type, Float16Type, BFloat16Type)
+
+
+def widened(values: list[SSAValue]) -> tuple[list[Operation], list[SSAValue]]:
+    """`values` as f32 fragments: 16-bit ones through a `fragment_convert` (the ops made)."""
+    ops: list[Operation] = []
+    wide: list[SSAValue] = []
+    for value in values:
+        ty = value.type
+        assert isinstance(ty, FragmentType)
+        if isinstance(ty.element_type, Float32Type):
+            wide.append(value)
+            continue
+        convert = nvgpu.FragmentConvertOp(value, FragmentType(ty.kind, ty.get_shape(), f32))
+        ops.append(convert)
+        wide.append(convert.result)
+    return ops, wide
+
+
+def narrowed(value: SSAValue, ty: Attribute) -> list[Operation]:
+    """The convert of an f32 fragment back to `ty`'s element type, if it differs."""
+    assert isinstance(ty, TensorType | FragmentType)
+    element = ty.element_type
+    if isinstance(element, Float32Type):
+        return []
+    frag = value.type
+    assert isinstance(frag, FragmentType)
+    return [nvgpu.FragmentConvertOp(value, FragmentType(frag.kind, frag.get_shape(), element))]
+
+
+def splat_scalar(value: SSAValue) -> SSAValue | None:
+    """The f32 scalar a fill fragment splats (a 16-bit fill is an f32 splat converted)."""
+    owner = value.owner
+    if isinstance(owner, nvgpu.FragmentConvertOp):
+        owner = owner.source.owner
+    if not isinstance(owner, nvgpu.FragmentSplatOp) or not isinstance(
+        owner.value.type, Float32Type
+    ):
+        return None
+    return owner.value
