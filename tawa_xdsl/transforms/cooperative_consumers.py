@@ -3,12 +3,13 @@
 With `consumers=2` every consumer group runs on 2 warpgroups (the decision is the group's
 `warpgroups(2)`) that split the M rows of each output tile. With `consumers` unset the pass
 chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128, else
-one (a 64-row tile, or a group with no dot), and writes the choice as `warpgroups(n)`.
-A dataflow analysis finds the row dimension of every consumer tile (dot lhs/acc/result rows,
-through elementwise ops, reductions, expand_dims, broadcast, reshape, trans and loop-carried
-values); each warpgroup w takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice`
-after each get), builds its own R-row splats and aranges, and writes its rows with
-`tile.store_slice`; R = M / 2.
+one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
+`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile (seeded
+by the rows of dot lhs/acc/result and of 2-D stored tiles, so a kernel with no dot splits as a
+GEMM does; followed through elementwise ops, reductions, expand_dims, broadcast, reshape,
+trans and loop-carried values); each warpgroup w takes rows [w*R, w*R + R) of every ring
+payload (`tile.extract_slice` after each get), builds its own R-row splats and aranges, and
+writes its rows with `tile.store_slice`; R = M / 2.
 Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
 
 Options:
@@ -113,11 +114,13 @@ def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
         axes[value] = dim
         return changed
 
-    for op in ops:
+    for op in ops:  # the rows: of every dot's A and accumulator, and of every 2-D output
         if isinstance(op, tile.DotOp):
             assign(op.lhs, 0, op)
             assign(op.acc, 0, op)
             assign(op.result, 0, op)
+        elif isinstance(op, tile.StoreOp) and _tensor_rank(op.value) == 2:
+            assign(op.value, 0, op)
     changed = True
     while changed:
         changed = False
