@@ -178,8 +178,25 @@ def full(shape: tuple[int, ...], value: Any, dtype: dtype) -> tensor:
 
 
 @builtin
-def reshape(input: tensor, shape: tuple[int, ...]) -> tensor:
-    """The same elements, row-major, in another shape."""
+def reshape(input: tensor, *shape: Any, can_reorder: bool = False) -> tensor:
+    """The same elements, row-major, in another shape (a tuple or the dims one by one);
+    `can_reorder` is accepted for Triton compatibility (the order kept is row-major)."""
+
+
+@builtin
+def permute(input: tensor, *dims: Any) -> tensor:
+    """The tile with its dims reordered (a tuple or the dims one by one): result dim k is
+    input dim `dims[k]`."""
+
+
+@builtin
+def join(a: tensor, b: tensor) -> tensor:
+    """`a` and `b` (same shape and type) stacked along a new minor dim of 2."""
+
+
+@builtin
+def split(a: tensor) -> tuple[tensor, tensor]:
+    """The two halves of a tile whose minor dim is 2: `a[..., 0]` and `a[..., 1]`."""
 
 
 @builtin

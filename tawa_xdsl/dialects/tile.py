@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
     BFloat16Type,
+    DenseArrayBase,
     Float8E4M3FNType,
     Float8E5M2Type,
     Float16Type,
@@ -41,6 +42,7 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_attr_definition,
@@ -371,6 +373,102 @@ class TransOp(IRDLOperation):
             raise VerifyException(
                 f"'tile.trans' expects a 2-D tile and its transpose, got {self.source.type} -> "
                 f"{self.result.type}"
+            )
+
+
+@irdl_op_definition
+class PermuteOp(IRDLOperation):
+    """The tile with its dims reordered: result dim k is source dim `dims[k]`."""
+
+    name = "tile.permute"
+
+    source = operand_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, dims: Sequence[int]):
+        shape = shape_of(source)
+        super().__init__(
+            operands=[source],
+            properties={"dims": DenseArrayBase.from_list(i32, list(dims))},
+            result_types=[TensorType(element_type_of(source), [shape[d] for d in dims])],
+        )
+
+    def permutation(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.dims.get_values())
+
+    def verify_(self) -> None:
+        src, dims = shape_of(self.source), self.permutation()
+        if sorted(dims) != list(range(len(src))):
+            raise VerifyException(
+                f"'tile.permute' dims {list(dims)} must be a permutation of the {len(src)} dims "
+                f"of {self.source.type}"
+            )
+        expected = TensorType(element_type_of(self.source), [src[d] for d in dims])
+        if self.result.type != expected:
+            raise VerifyException(
+                f"'tile.permute' of {self.source.type} by {list(dims)} must give {expected}, "
+                f"got {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class JoinOp(IRDLOperation):
+    """Two tiles of one type stacked along a new minor dim of 2 (`lhs` at 0, `rhs` at 1)."""
+
+    name = "tile.join"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(TensorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        shape = [*shape_of(lhs), 2]
+        super().__init__(
+            operands=[lhs, rhs], result_types=[TensorType(element_type_of(lhs), shape)]
+        )
+
+    def verify_(self) -> None:
+        expected = TensorType(element_type_of(self.lhs), [*shape_of(self.lhs), 2])
+        if self.result.type != expected:
+            raise VerifyException(
+                f"'tile.join' of two {self.lhs.type} must give {expected}, got {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class SplitOp(IRDLOperation):
+    """The two halves of a tile whose minor dim is 2 (index 0 and index 1 of that dim)."""
+
+    name = "tile.split"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    source = operand_def(TensorType)
+    lhs = result_def(T)
+    rhs = result_def(T)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($lhs)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue):
+        half = TensorType(element_type_of(source), shape_of(source)[:-1])
+        super().__init__(operands=[source], result_types=[half, half])
+
+    def verify_(self) -> None:
+        src = shape_of(self.source)
+        expected = TensorType(element_type_of(self.source), src[:-1])
+        if len(src) < 2 or src[-1] != 2 or self.lhs.type != expected:
+            raise VerifyException(
+                f"'tile.split' needs a tile whose minor dim is 2 and gives two {expected}, got "
+                f"{self.source.type} -> {self.lhs.type}"
             )
 
 
@@ -710,6 +808,9 @@ Tile = Dialect(
         BroadcastOp,
         ReshapeOp,
         TransOp,
+        PermuteOp,
+        JoinOp,
+        SplitOp,
         ConvertOp,
         CmpOp,
         WhereOp,

@@ -46,7 +46,10 @@ BUILTINS: dict[str, BuiltinImpl] = {
     "arange": lambda b, a: semantic.arange(b, a["start"], a["end"]),
     "zeros": lambda b, a: semantic.full(b, a["shape"], 0, a["dtype"]),
     "full": lambda b, a: semantic.full(b, a["shape"], a["value"], a["dtype"]),
-    "reshape": lambda b, a: semantic.reshape(b, a["input"], a["shape"]),
+    "reshape": lambda b, a: semantic.reshape(b, a["input"], _dims(a["shape"])),
+    "permute": lambda b, a: semantic.permute(b, a["input"], _dims(a["dims"])),
+    "join": lambda b, a: semantic.join(b, a["a"], a["b"]),
+    "split": lambda b, a: semantic.split(b, a["a"]),
     "trans": lambda b, a: semantic.trans(b, a["input"]),
     "expand_dims": lambda b, a: semantic.expand_dims(
         b, _tile(a["input"], "tl.expand_dims input"), _int(a["axis"], "axis")
@@ -72,6 +75,13 @@ BUILTINS: dict[str, BuiltinImpl] = {
     "multiple_of": lambda b, a: a["input"],
     "max_contiguous": lambda b, a: a["input"],
 }
+
+
+def _dims(dims: tuple[Any, ...]) -> Any:
+    """The dims of `reshape(x, 2, 3)` or of `reshape(x, (2, 3))`."""
+    if len(dims) == 1 and isinstance(dims[0], tuple | list):
+        return tuple(dims[0])
+    return dims
 
 
 def _tile(value: object, what: str) -> Tile:
@@ -152,7 +162,17 @@ _TILE_METHODS = {
     "to": _to,
     **{
         name: _method_via_builtin(name)
-        for name in ("trans", "reshape", "expand_dims", "broadcast_to", "sum", "max", "min")
+        for name in (
+            "trans",
+            "reshape",
+            "permute",
+            "split",
+            "expand_dims",
+            "broadcast_to",
+            "sum",
+            "max",
+            "min",
+        )  # fmt: skip
     },
 }
 _SCALAR_METHODS = {"to": _to}

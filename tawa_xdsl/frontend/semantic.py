@@ -401,6 +401,41 @@ def reshape(b: IRBuilder, value: object, shape: object) -> Tile:
     return Tile(op.result, tile_value.dtype, new_shape)
 
 
+def permute(b: IRBuilder, value: object, dims: object) -> Tile:
+    tile_value = _require_tile(value, "tl.permute input")
+    order = tuple(dims) if isinstance(dims, tuple | list) else ()
+    rank = len(tile_value.shape)
+    if sorted(order) != list(range(rank)) or not all(type(d) is int for d in order):
+        raise SemanticError(
+            f"tl.permute dims {list(order)} must be a permutation of 0..{rank - 1} for "
+            f"{tile_value.describe()}"
+        )
+    op = b.emit(tile.PermuteOp(tile_value.ssa, order))
+    return Tile(op.result, tile_value.dtype, tuple(tile_value.shape[d] for d in order))
+
+
+def join(b: IRBuilder, lhs: object, rhs: object) -> Tile:
+    left, right = _require_tile(lhs, "tl.join a"), _require_tile(rhs, "tl.join b")
+    if left.shape != right.shape or left.dtype != right.dtype:
+        raise SemanticError(
+            f"tl.join needs two tiles of one shape and type, got {left.describe()} and "
+            f"{right.describe()}"
+        )
+    op = b.emit(tile.JoinOp(left.ssa, right.ssa))
+    return Tile(op.result, left.dtype, (*left.shape, 2))
+
+
+def split(b: IRBuilder, value: object) -> tuple[Tile, Tile]:
+    tile_value = _require_tile(value, "tl.split input")
+    if len(tile_value.shape) < 2 or tile_value.shape[-1] != 2:
+        raise SemanticError(
+            f"tl.split needs a tile whose last dim is 2, got {tile_value.describe()}"
+        )
+    op = b.emit(tile.SplitOp(tile_value.ssa))
+    half = tile_value.shape[:-1]
+    return Tile(op.lhs, tile_value.dtype, half), Tile(op.rhs, tile_value.dtype, half)
+
+
 def trans(b: IRBuilder, value: object) -> Tile:
     tile_value = _require_tile(value, "tl.trans input")
     if len(tile_value.shape) != 2:

@@ -1001,6 +1001,17 @@ def _return(ev: Evaluator, op: func.ReturnOp, operands: list[Any]) -> None:
     raise Return(operands)
 
 
+# ------------------------------------------------------ reshapes of fragments (register moves)
+
+
+def _fragment_gather(ev: Evaluator, op: nvgpu.FragmentGatherOp, operands: list[Any]) -> tuple:
+    """Each thread copies its own registers as the op's plan says: a plan that moved a
+    column to other threads would leave the wrong element in the result tile."""
+    sources = [fragment_value(op, v) for v in operands]
+    plan = op.register_plan()
+    return (np.stack([sources[s][:, v] for s, v in plan], axis=1),)
+
+
 NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     **HANDLERS,
     scf.IfOp: _if,
@@ -1041,6 +1052,7 @@ NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     nvgpu.FragmentLoadColumnsOp: _load_columns,
     nvgpu.FragmentLoadOp: _fragment_load,
     nvgpu.FragmentLoadRowsOp: _fragment_load_rows,
+    nvgpu.FragmentGatherOp: _fragment_gather,
     **FRAGMENT_HANDLERS,
 }
 """The op handlers of the nvgpu level, one per op class (tile-level handlers underneath)."""

@@ -157,6 +157,11 @@ TILE_HANDLERS: dict[type[Operation], Handler] = {
     ),
     tile.ReshapeOp: lambda ev, op, args: (args[0].reshape(op.result.type.get_shape()),),
     tile.TransOp: lambda ev, op, args: (np.ascontiguousarray(args[0].T),),
+    tile.PermuteOp: lambda ev, op, args: (
+        np.ascontiguousarray(args[0].transpose(op.permutation())),
+    ),
+    tile.JoinOp: lambda ev, op, args: (np.stack(args, axis=-1),),
+    tile.SplitOp: lambda ev, op, args: (args[0][..., 0].copy(), args[0][..., 1].copy()),
     tile.ConvertOp: lambda ev, op, args: (convert(args[0], _dtype_of(op.result.type)),),
     tile.CmpOp: _cmp,
     tile.WhereOp: lambda ev, op, args: (np.where(*args),),

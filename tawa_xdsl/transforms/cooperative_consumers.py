@@ -7,9 +7,9 @@ one (a 64-row tile, or a group whose rows cannot be split), and writes the choic
 `warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile (seeded
 by the rows of dot lhs/acc/result and of 2-D stored tiles, so a kernel with no dot splits as a
 GEMM does; followed through elementwise ops, reductions, expand_dims, broadcast, reshape,
-trans and loop-carried values); each warpgroup w takes rows [w*R, w*R + R) of every ring
-payload (`tile.extract_slice` after each get), builds its own R-row splats and aranges, and
-writes its rows with `tile.store_slice`; R = M / 2.
+trans, permute, join, split and loop-carried values); each warpgroup w takes rows
+[w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get), builds its own
+R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
 Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
 
 Options:
@@ -66,6 +66,16 @@ def _links(op: Operation) -> list[_Link]:
         dst = [(d, n) for d, n in enumerate(tile.shape_of(op.result)) if n != 1]
         if [n for _, n in src] == [n for _, n in dst]:
             links += [(op.source, a, op.result, b) for (a, _), (b, _) in zip(src, dst, strict=True)]
+        elif tile.shape_of(op.source)[:1] == tile.shape_of(op.result)[:1]:
+            links.append((op.source, 0, op.result, 0))  # row-major: dim 0 stays dim 0
+    elif isinstance(op, tile.PermuteOp):
+        links += [(op.source, d, op.result, k) for k, d in enumerate(op.permutation())]
+    elif isinstance(op, tile.JoinOp):
+        for d in range(len(tile.shape_of(op.lhs))):
+            links += [(op.lhs, d, op.result, d), (op.rhs, d, op.result, d)]
+    elif isinstance(op, tile.SplitOp):
+        for d in range(len(tile.shape_of(op.lhs))):
+            links += [(op.source, d, op.lhs, d), (op.source, d, op.rhs, d)]
     elif isinstance(op, tile.TransOp):
         links += [(op.source, 0, op.result, 1), (op.source, 1, op.result, 0)]
     elif isinstance(op, tile.DotOp):

@@ -245,6 +245,7 @@ class ConsumerLowering:
     reads_pending: bool = False
     masks: Masks = field(default_factory=Masks)
     vectors: fragments.Vectors = field(default_factory=fragments.Vectors)
+    columns: fragments.ColumnViews = field(default_factory=fragments.ColumnViews)
     dead: list[Operation] = field(default_factory=list)
 
     def block(self, block: Block) -> None:
@@ -263,7 +264,9 @@ class ConsumerLowering:
     def registers(self, op: Operation) -> None:
         """Read the views `op` takes into fragments (one load per view, where it was
         loaded), unless `op` reads them as views."""
-        if isinstance(op, SLOT_VIEW_USERS) or self.vectors.spreads_over_rows(op):
+        if isinstance(op, tile.ReshapeOp) and not slots.squeezes(op):
+            pass  # a reshape that regroups dims reads the tile into registers first
+        elif isinstance(op, SLOT_VIEW_USERS) or self.vectors.spreads_over_rows(op):
             return
         for index, value in enumerate(op.operands):
             if value not in self.views:
@@ -286,12 +289,13 @@ class ConsumerLowering:
 
     def lower(self, op: Operation) -> None:  # noqa: C901 (one case per kind of op)
         self.registers(op)
+        self.columns.check(op)
         match op:
             # smem slots
             case nvgpu.SmemLoadOp():
                 self.views[op.result] = slots.read(op)
                 self.symbolic(op)
-            case tile.ReshapeOp() if op.source in self.views:
+            case tile.ReshapeOp() if op.source in self.views and slots.squeezes(op):
                 self.views[op.result] = self.views[op.source]
                 self.symbolic(op)
             case tile.ExtractSliceOp() if op.source in self.views:
@@ -339,8 +343,22 @@ class ConsumerLowering:
             case tile.BroadcastOp():
                 if not self.vectors.broadcast(op):
                     raise fail(op, "must broadcast a row vector along columns, or an index or mask")
-            case tile.ReshapeOp() if isinstance(op.source.type, FragmentType):
+            case tile.ReshapeOp() if isinstance(op.source.type, FragmentType) and slots.squeezes(
+                op
+            ):
                 Rewriter.replace_op(op, [], [op.source])
+            case tile.ReshapeOp():
+                self.columns.reshape(op)
+                self.symbolic(op)
+            case tile.PermuteOp():
+                self.columns.permute(op)
+                self.symbolic(op)
+            case tile.SplitOp():
+                self.columns.split(op)
+                self.symbolic(op)
+            case tile.JoinOp():
+                self.columns.join(op)
+                self.symbolic(op)
             case tile.SplatOp():
                 fragments.splat(op)
             case tile.ConvertOp():

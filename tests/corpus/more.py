@@ -58,6 +58,52 @@ def softmax(x_desc, y_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     y_desc.store([off_m, 0], y.to(y_desc.dtype))
 
 
+M, N, K = 256, 128, 128
+GEMM_BLOCKS = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+
+
+@tawa_xdsl.jit
+def gemm_epilogue_subtile(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
+    """Triton's EPILOGUE_SUBTILE: the accumulator split into two column halves, each
+    converted and stored through a descriptor of half the block width."""
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K):
+        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc)
+    acc = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
+    acc = tl.permute(acc, (0, 2, 1))
+    acc0, acc1 = tl.split(acc)
+    c_desc.store([off_m, off_n], acc0.to(c_desc.dtype))
+    c_desc.store([off_m, off_n + BLOCK_N // 2], acc1.to(c_desc.dtype))
+
+
+@tawa_xdsl.jit
+def gemm_subtile_methods(a_desc, b_desc, c_desc, d_desc, K, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
+    """The same through tensor methods, the halves scaled apart and joined back: c is the
+    left half minus the right, d the whole tile with its halves swapped (`tl.join`)."""
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K):
+        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc)
+    left, right = acc.reshape([BLOCK_M, 2, BLOCK_N // 2]).permute(0, 2, 1).split()
+    c_desc.store([off_m, tl.program_id(1) * (BLOCK_N // 2)], (left - right).to(c_desc.dtype))
+    swapped = tl.join(right, left).permute(0, 2, 1).reshape(BLOCK_M, BLOCK_N)
+    d_desc.store([off_m, off_n], swapped.to(d_desc.dtype))
+
+
+@tawa_xdsl.jit
+def halves_product(x_desc, y_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """No dot: a 16-bit tile split into its column halves, multiplied together."""
+    off_m = tl.program_id(0) * BLOCK_M
+    x = x_desc.load([off_m, 0]).reshape(BLOCK_M, 2, BLOCK_N // 2)
+    lo, hi = tl.split(tl.permute(x, 0, 2, 1))
+    y_desc.store([off_m, 0], lo * hi)
+
+
 # ---------------------------------------------------------------------------- the launches
 
 
@@ -129,6 +175,42 @@ def _softmax(rows: int):
     return launch
 
 
+def _gemm_operands(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    return a, b, _f32(a) @ _f32(b).T
+
+
+def _subtile(rng: np.random.Generator) -> Launch:
+    a, b, answer = _gemm_operands(rng)
+    c = np.zeros((M, N), np.float16)
+    descs = [TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [128, 64])]
+    args = [*descs, TensorDescriptor.from_tensor(c, [128, 64]), K]
+    return Launch((M // 128, N // 128), args, dict(GEMM_BLOCKS), [(c, answer)])
+
+
+def _subtile_methods(rng: np.random.Generator) -> Launch:
+    a, b, answer = _gemm_operands(rng)
+    c = np.zeros((M, N // 2), np.float32)
+    d = np.zeros((M, N), np.float16)
+    descs = [TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [128, 64])]
+    outs = [TensorDescriptor.from_tensor(c, [128, 64]), TensorDescriptor.from_tensor(d, [128, 128])]
+    tiles = answer.reshape(M, N // 128, 2, 64)
+    difference = (tiles[:, :, 0] - tiles[:, :, 1]).reshape(M, N // 2)
+    swapped = tiles[:, :, ::-1].reshape(M, N)
+    expected = [(c, difference), (d, swapped)]
+    return Launch((M // 128, N // 128), [*descs, *outs, K], dict(GEMM_BLOCKS), expected)
+
+
+def _halves_product(rng: np.random.Generator) -> Launch:
+    x = rng.standard_normal((ROWS, COLS)).astype(np.float16)
+    y = np.zeros((ROWS, COLS // 2), np.float16)
+    xf = _f32(x)
+    answer = xf[:, : COLS // 2] * xf[:, COLS // 2 :]
+    args = [_desc(x, 128), TensorDescriptor.from_tensor(y, [128, COLS // 2])]
+    return Launch((ROWS // 128,), args, _blocks(128), [(y, answer)])
+
+
 CASES: list[Case] = [
     Case("leaky_where_f16", leaky_where, _leaky(np.float16), ("1",)),
     Case("leaky_where_bf16", leaky_where, _leaky(_bf16()), ("1",)),
@@ -138,4 +220,8 @@ CASES: list[Case] = [
     Case("softmax_rows_split", softmax, _softmax(128), ("3",)),
     Case("softmax_rows_split_256", softmax, _softmax(256), ("3",)),
     Case("row_scale_rows_split", row_scale, _row_scale(128), ("2", "3")),
+    # EPILOGUE_SUBTILE and its inverse: reshape, permute, split and join of fragments
+    Case("gemm_epilogue_subtile", gemm_epilogue_subtile, _subtile, ("6",)),
+    Case("gemm_subtile_methods", gemm_subtile_methods, _subtile_methods, ("6",)),
+    Case("halves_product", halves_product, _halves_product, ("3", "6")),
 ]

@@ -1,10 +1,11 @@
 """emit-ptx: print a legalized nvgpu-level kernel (nvgpu + arith/scf on scalars) as PTX text.
 
 The printer is split by hardware unit: `kernel` (params, smem placement, registers, control
-flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads` and `fragment`. Each family
-module registers its handlers (op class -> function); `HANDLERS` is their union, and an op no
-family knows is refused with an error naming it. Run `legalize-nvgpu` first (the `ptx` target
-does): it writes into the IR what the printer would otherwise have to decide.
+flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads`, `fragment` and `reshape`
+(register moves of split and joined fragments). Each family module registers its handlers
+(op class -> function); `HANDLERS` is their union, and an op no family knows is refused with
+an error naming it. Run `legalize-nvgpu` first (the `ptx` target does): it writes into the IR
+what the printer would otherwise have to decide.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from tawa_xdsl.backend.emit_ptx import fragment, mbarrier, threads, tma, wgmma
+from tawa_xdsl.backend.emit_ptx import fragment, mbarrier, reshape, threads, tma, wgmma
 from tawa_xdsl.backend.emit_ptx.kernel import (
     CONTROL,
     EmitError,
@@ -25,7 +26,12 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
 
 HANDLERS = CONTROL.merged(
-    mbarrier.HANDLERS, tma.HANDLERS, wgmma.HANDLERS, threads.HANDLERS, fragment.HANDLERS
+    mbarrier.HANDLERS,
+    tma.HANDLERS,
+    wgmma.HANDLERS,
+    threads.HANDLERS,
+    fragment.HANDLERS,
+    reshape.HANDLERS,
 )
 
 __all__ = [

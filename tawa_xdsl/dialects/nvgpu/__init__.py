@@ -20,6 +20,7 @@ from tawa_xdsl.dialects.nvgpu.fragment import (
     FragmentBinaryOp,
     FragmentBroadcastRowsOp,
     FragmentConvertOp,
+    FragmentGatherOp,
     FragmentLoadColumnsOp,
     FragmentLoadOp,
     FragmentLoadRowsOp,
@@ -191,6 +192,7 @@ Nvgpu = Dialect(
         FragmentLoadColumnsOp,
         FragmentLoadOp,
         FragmentLoadRowsOp,
+        FragmentGatherOp,
     ],
     [
         MBarrierType,
@@ -218,6 +220,7 @@ __all__ = [
     "FragmentBinaryOp",
     "FragmentBroadcastRowsOp",
     "FragmentConvertOp",
+    "FragmentGatherOp",
     "FragmentLayout",
     "FragmentLayoutAttr",
     "FragmentLoadColumnsOp",

@@ -33,6 +33,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tawa_xdsl.dialects.nvgpu.layout import WGMMA_ACC, column_gather
 from tawa_xdsl.dialects.nvgpu.types import (
     FP8_TYPES,
     BinaryKind,
@@ -704,3 +705,78 @@ class FragmentLoadRowsOp(IRDLOperation):
                 "slot: the slot must have as many elements, or, with a row offset, a multiple"
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
+
+
+# ------------------------------------------------------------ reshapes of fragments (columns)
+
+
+@irdl_op_definition
+class FragmentGatherOp(IRDLOperation):
+    """An accumulator fragment whose column j is column `columns[j]` of operand
+    `source_of[j]` (the rows kept): the register moves of a `tl.split` of a reshaped and
+    permuted tile, or of a `tl.join` reshaped back to 2-D (Triton's EPILOGUE_SUBTILE). The
+    layout object plans the moves (`register_plan`); a column must stay in its threads."""
+
+    name = "nvgpu.fragment_gather"
+
+    T: ClassVar = VarConstraint("T", base(FragmentType))
+    sources = var_operand_def(T)
+    source_of = prop_def(DenseArrayBase)
+    columns = prop_def(DenseArrayBase)
+    result = result_def(FragmentType)
+
+    assembly_format = "$sources attr-dict `:` type($sources) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        sources: Sequence[SSAValue],
+        source_of: Sequence[int],
+        columns: Sequence[int],
+        result_type: FragmentType,
+    ):
+        super().__init__(
+            operands=[list(sources)],
+            properties={
+                "source_of": DenseArrayBase.from_list(i32, list(source_of)),
+                "columns": DenseArrayBase.from_list(i32, list(columns)),
+            },
+            result_types=[result_type],
+        )
+
+    def register_plan(self) -> list[tuple[int, int]]:
+        """(operand, value) that each value of the result copies, the same in every thread;
+        ValueError where the layout cannot move a column in registers."""
+        src, dst = fragment_type(self.sources[0]), fragment_type(self.result)
+        source_of = [int(s) for s in self.source_of.get_values()]
+        columns = [int(c) for c in self.columns.get_values()]
+        if any(not 0 <= s < len(self.sources) for s in source_of) or any(
+            not 0 <= c < src.get_shape()[1] for c in columns
+        ):
+            raise ValueError("names an operand or a column it does not have")
+        return column_gather(WGMMA_ACC, src.get_shape(), dst.get_shape(), source_of, columns)
+
+    def verify_(self) -> None:
+        if not self.sources:
+            raise VerifyException("'nvgpu.fragment_gather' needs at least one fragment")
+        src, dst = fragment_type(self.sources[0]), fragment_type(self.result)
+        kinds = {src.kind, dst.kind}
+        if kinds != {FragmentLayout.WGMMA_ACC} or src.element_type != dst.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_gather' makes a wgmma_acc fragment of its operands' element "
+                f"type from wgmma_acc fragments, got {src} -> {dst}"
+            )
+        if isinstance(src.element_type, FP8_TYPES):
+            raise VerifyException("'nvgpu.fragment_gather' moves f32, f16 or bf16 values")
+        try:
+            plan = self.register_plan()
+        except ValueError as error:
+            raise VerifyException(f"'nvgpu.fragment_gather' {error}") from None
+        if not isinstance(src.element_type, Float32Type):  # two values per register
+            pairs = plan[0::2], plan[1::2]
+            if any(h != (s, v + 1) or v % 2 for (s, v), h in zip(*pairs, strict=True)):
+                raise VerifyException(
+                    "'nvgpu.fragment_gather' of 16-bit values must move whole registers "
+                    "(adjacent column pairs)"
+                )

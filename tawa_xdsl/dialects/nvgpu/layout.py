@@ -282,3 +282,37 @@ def layout_of(kind: FragmentLayout) -> Layout:
 def registers_per_thread(values: int, element_bits: int) -> int:
     """32-bit registers holding `values` elements of `element_bits` bits, packed."""
     return -(-values * element_bits // 32)
+
+
+def column_gather(
+    layout: WgmmaAccLayout,
+    source_shape: tuple[int, int],
+    shape: tuple[int, int],
+    sources: list[int],
+    columns: list[int],
+) -> list[tuple[int, int]]:
+    """The register moves of a column gather: element (r, j) of a `shape` fragment is element
+    (r, columns[j]) of fragment `sources[j]` (all of `source_shape`, the same rows). Returns,
+    for each value of the result, the (source, value) it copies, the same in every thread;
+    ValueError when some element lives in another thread (in the accumulator layout a column
+    keeps its threads only where it moves by a multiple of 8) or thread-dependent registers."""
+    layout.check(source_shape)
+    layout.check(shape)
+    if shape[0] != source_shape[0] or len(columns) != shape[1] or len(sources) != shape[1]:
+        raise ValueError(f"a gather into {shape} keeps the {source_shape[0]} rows, one column each")
+    plan: list[tuple[int, int]] = []
+    for value in range(layout.values_per_thread(shape)):
+        moves = set()
+        for thread in range(WARPGROUP_THREADS):
+            row, col = layout.coords(shape, thread, value)
+            owner, source_value = layout.owner(source_shape, row, columns[col])
+            if owner != thread:
+                raise ValueError(
+                    f"column {col} would come from column {columns[col]}, held by other threads "
+                    "(a column may move only by a multiple of 8)"
+                )
+            moves.add((sources[col], source_value))
+        if len(moves) != 1:
+            raise ValueError(f"value {value} would come from different registers per thread")
+        plan.append(moves.pop())
+    return plan

@@ -19,8 +19,9 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -32,7 +33,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
 
+from tawa_xdsl.diagnostics import first_line
 from tawa_xdsl.dialects import nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import BinaryKind, FragmentLayout, FragmentType, UnaryKind
 from tawa_xdsl.dialects.tile import ReduceKind
@@ -232,3 +235,106 @@ def expand_rows(op: tile.ExpandDimsOp) -> None:
     ):
         raise fail(op, "must turn a row vector into a column (axis 1) or place an index")
     Rewriter.replace_op(op, [], [op.source])
+
+
+@dataclass(frozen=True)
+class ColumnView:
+    """An n-D tile that is 2-D accumulator fragments seen through reshapes, permutes and
+    joins: dim 0 is the fragments' rows, and each position of the other dims is column
+    `column[pos]` of fragment `fragments[source[pos]]` (the rows never leave their threads,
+    so only columns move; where the layout lets them, `tl.split` and reshapes back to 2-D
+    are register moves)."""
+
+    fragments: tuple[SSAValue, ...]
+    source: np.ndarray  # int, the tile's dims but the first
+    column: np.ndarray
+
+    @staticmethod
+    def of(fragment: SSAValue) -> ColumnView:
+        ty = fragment.type
+        assert isinstance(ty, FragmentType)
+        columns = np.arange(ty.get_shape()[1])
+        return ColumnView((fragment,), np.zeros_like(columns), columns)
+
+
+@dataclass
+class ColumnViews:
+    """The tiles of one consumer group that are `ColumnView`s (never materialized)."""
+
+    views: dict[SSAValue, ColumnView] = field(default_factory=dict)
+
+    def holds(self, value: SSAValue) -> bool:
+        return value in self.views
+
+    def view(self, op: Operation, value: SSAValue) -> ColumnView:
+        if value in self.views:
+            return self.views[value]
+        ty = value.type
+        if not isinstance(ty, FragmentType) or ty.kind != FragmentLayout.WGMMA_ACC:
+            raise fail(op, f"needs a 2-D register tile (an accumulator fragment), got {ty}")
+        return ColumnView.of(value)
+
+    def check(self, op: Operation) -> None:
+        """Refuse an op other than a reshape, permute or split reading an n-D view."""
+        if isinstance(op, tile.ReshapeOp | tile.PermuteOp | tile.SplitOp):
+            return
+        if any(v in self.views for v in op.operands):
+            raise fail(op, "takes a tile of rank 3 or more: only tl.reshape, tl.permute and "
+                       "tl.split read one (split it or reshape it back to 2-D)")  # fmt: skip
+
+    def reshape(self, op: tile.ReshapeOp) -> None:
+        """Row-major, dim 0 (the rows) kept: only the other dims are regrouped."""
+        view, shape = self.view(op, op.source), tile.shape_of(op.result)
+        rows = view.fragments[0].type.get_shape()[0]  # type: ignore[union-attr]
+        if len(shape) < 2 or shape[0] != rows:
+            raise fail(op, f"must keep the {rows} rows as dim 0 (rows stay in their threads)")
+        self.place(op, op.result, replace(view, source=view.source.reshape(shape[1:]),
+                                          column=view.column.reshape(shape[1:])))  # fmt: skip
+
+    def permute(self, op: tile.PermuteOp) -> None:
+        dims = op.permutation()
+        if dims[0] != 0:
+            raise fail(op, f"must keep dim 0 (the rows) first, got dims {list(dims)}")
+        view, axes = self.view(op, op.source), [d - 1 for d in dims[1:]]
+        self.place(op, op.result, replace(view, source=view.source.transpose(axes),
+                                          column=view.column.transpose(axes)))  # fmt: skip
+
+    def split(self, op: tile.SplitOp) -> None:
+        view = self.view(op, op.source)
+        for half, result in enumerate(op.results):
+            part = replace(view, source=view.source[..., half], column=view.column[..., half])
+            self.place(op, result, part)
+
+    def join(self, op: tile.JoinOp) -> None:
+        lhs, rhs = self.view(op, op.lhs), self.view(op, op.rhs)
+        if lhs.fragments != rhs.fragments:
+            rhs = replace(rhs, fragments=lhs.fragments + rhs.fragments,
+                          source=rhs.source + len(lhs.fragments))  # fmt: skip
+        joined = ColumnView(
+            rhs.fragments,
+            np.stack([lhs.source, rhs.source], axis=-1),
+            np.stack([lhs.column, rhs.column], axis=-1),
+        )
+        self.place(op, op.result, joined)
+
+    def place(self, op: Operation, value: SSAValue, view: ColumnView) -> None:
+        """A 2-D result is a fragment (a gather, or its source itself); else a view."""
+        if view.column.ndim != 1:
+            self.views[value] = view
+            return
+        first = view.fragments[0].type
+        assert isinstance(first, FragmentType)
+        whole = np.arange(first.get_shape()[1])
+        if len(view.fragments) == 1 and np.array_equal(view.column, whole):
+            value.replace_all_uses_with(view.fragments[0])
+            return
+        result = FragmentType(FragmentLayout.WGMMA_ACC, [first.rows, len(view.column)],
+                              first.element_type)  # fmt: skip
+        gather = nvgpu.FragmentGatherOp(view.fragments, view.source.tolist(),
+                                        view.column.tolist(), result)  # fmt: skip
+        try:
+            gather.verify_()
+        except VerifyException as error:
+            raise fail(op, f"cannot be register moves: {first_line(error)}") from None
+        insert_before(op, [gather])
+        value.replace_all_uses_with(gather.result)

@@ -63,6 +63,13 @@ def row_slice(op: tile.ExtractSliceOp, view: SmemView) -> SmemView:
     raise fail(op, "must take whole rows or whole columns of an smem slot")
 
 
+def squeezes(op: tile.ReshapeOp) -> bool:
+    """Whether a reshape only adds or drops leading unit dims (a view stays a view)."""
+    source, result = op.source.type, op.result.type
+    assert isinstance(source, TensorType | FragmentType) and isinstance(result, TensorType)
+    return squeeze_leading(source.get_shape()) == squeeze_leading(result.get_shape())
+
+
 def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:
     """The load that reads the tile `value` (a view) into a fragment: a 2-D tile in the
     accumulator layout, a 1-D tile as a row vector; `op` is the first op that needs it."""
