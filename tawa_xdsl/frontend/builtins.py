@@ -158,23 +158,10 @@ def _store(b: IRBuilder, desc: Descriptor, args: list[Any], kwargs: Arguments) -
     return semantic.store(b, desc, a["offsets"], a["value"])
 
 
-_TILE_METHODS = {
-    "to": _to,
-    **{
-        name: _method_via_builtin(name)
-        for name in (
-            "trans",
-            "reshape",
-            "permute",
-            "split",
-            "expand_dims",
-            "broadcast_to",
-            "sum",
-            "max",
-            "min",
-        )  # fmt: skip
-    },
-}
+TILE_METHOD_BUILTINS = (
+    "trans", "reshape", "permute", "split", "expand_dims", "broadcast_to", "sum", "max", "min"
+)  # fmt: skip
+_TILE_METHODS = {"to": _to, **{name: _method_via_builtin(name) for name in TILE_METHOD_BUILTINS}}
 _SCALAR_METHODS = {"to": _to}
 _DESCRIPTOR_METHODS = {"load": _load, "store": _store}
 

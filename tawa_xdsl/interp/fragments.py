@@ -33,6 +33,7 @@ FRAGMENT_LAYOUTS: dict[FragmentLayout, Any] = {
     FragmentLayout.WGMMA_ACC: fragment_layouts.WGMMA_ACC,
     FragmentLayout.WGMMA_ROW: fragment_layouts.WGMMA_ROW,
     FragmentLayout.WGMMA_OPERAND_A: fragment_layouts.WGMMA_OPERAND_A,
+    FragmentLayout.WGMMA_COL: fragment_layouts.WGMMA_COL,
 }
 
 

@@ -68,6 +68,7 @@ from xdsl.ir import Block, Operation
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import INT_ARITH, THREADS_ATTR
+from tawa_xdsl.dialects.tile import ReduceKind
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, Program, Return, sync_point
 from tawa_xdsl.interp.fragments import (
@@ -1012,6 +1013,83 @@ def _fragment_gather(ev: Evaluator, op: nvgpu.FragmentGatherOp, operands: list[A
     return (np.stack([sources[s][:, v] for s, v in plan], axis=1),)
 
 
+# ------------------------------------------- column vectors (reductions along axis 0)
+
+COLUMN_COMBINE = {ReduceKind.MAX: np.fmax, ReduceKind.SUM: np.add}
+
+
+def _column_match(source: Any, target: Any) -> np.ndarray:
+    """`[128, target values, source values]`: a thread's source values in the column of
+    each of its target values (accumulator <-> column vector)."""
+    return coords_of(target)[-1][:, :, None] == coords_of(source)[-1][:, None, :]
+
+
+def _column_reduce(ev: Evaluator, op: nvgpu.FragmentColumnReduceOp, operands: list[Any]):
+    """The thread's values of each column in value order, then lanes 4, 8, 16 apart."""
+    (source,) = [fragment_value(op, v) for v in operands]
+    combine = COLUMN_COMBINE[op.kind.data]
+    match = _column_match(op.source.type, op.result.type)
+    result = np.full(match.shape[:2], np.nan, np.float32)
+    for i in range(source.shape[1]):
+        here = match[:, :, i]
+        value = np.broadcast_to(source[:, i : i + 1], here.shape)
+        result = np.where(here, np.where(np.isnan(result), value, combine(result, value)), result)
+    for mask in (4, 8, 16):
+        result = combine(result, result[np.arange(WARPGROUP_THREADS) ^ mask])
+    return (result.astype(np.float32),)
+
+
+def _column_stage(ev: Evaluator, op: nvgpu.FragmentColumnStageOp, operands: list[Any]) -> tuple:
+    """The active threads of each warp's first lane row write row `warp` of the slot."""
+    value, smem, slot = operands
+    values = fragment_value(op, value)
+    mask = warpgroup(ev).mask
+    (cols,) = coords_of(op.value.type)
+    threads = np.arange(WARPGROUP_THREADS)
+    writers = mask & (threads % 32 < 4)
+    guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
+    target = begin_write(op, smem, int(uniform(op, slot, mask)), guard)
+    warps = np.broadcast_to((threads // 32)[:, None], cols.shape)
+    target.data[warps[writers], cols[writers]] = values[writers]
+    target.written = True
+    return ()
+
+
+def _column_combine(ev: Evaluator, op: nvgpu.FragmentColumnCombineOp, operands: list[Any]):
+    """Every thread combines rows 0..3 (the warps) of its columns, in warp order."""
+    smem, slot = operands
+    data = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data
+    (cols,) = coords_of(op.result.type)
+    result = data[0][cols]
+    for warp in range(1, data.shape[0]):
+        result = COLUMN_COMBINE[op.kind.data](result, data[warp][cols])
+    return (result.astype(np.float32),)
+
+
+def _broadcast_columns(ev: Evaluator, op: nvgpu.FragmentBroadcastColumnsOp, operands: list[Any]):
+    (source,) = [fragment_value(op, v) for v in operands]
+    match = _column_match(op.source.type, op.result.type)  # [128, acc values, column values]
+    if not match.any(axis=-1).all():
+        raise error(op, "a thread holds an accumulator value of a column it has no value for")
+    return (np.take_along_axis(source, match.argmax(axis=-1), axis=1),)
+
+
+def _store_columns(ev: Evaluator, op: nvgpu.FragmentStoreColumnsOp, operands: list[Any]):
+    """Threads 0..3 (warp 0's first lane row, every column once) store their values along
+    the last dim from `offsets[-1]`, inside the tensor only."""
+    value, desc, *offsets = operands
+    values = fragment_value(op, value)
+    (cols,) = coords_of(op.value.type)
+    threads = warpgroup(ev).mask & (np.arange(WARPGROUP_THREADS) < 4)
+    index = [per_value(o, cols.shape) for o in offsets[:-1]]
+    index.append(per_value(offsets[-1], cols.shape) + cols)
+    inside = np.all([(x >= 0) & (x < n) for x, n in zip(index, desc.array.shape, strict=True)], 0)
+    keep = threads[:, None] & inside
+    desc.array[tuple(x[keep] for x in index)] = values[keep]
+    shared(ev).written.add(id(desc.array))
+    return ()
+
+
 NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     **HANDLERS,
     scf.IfOp: _if,
@@ -1053,6 +1131,11 @@ NVGPU_HANDLERS: dict[type[Operation], Handler] = {
     nvgpu.FragmentLoadOp: _fragment_load,
     nvgpu.FragmentLoadRowsOp: _fragment_load_rows,
     nvgpu.FragmentGatherOp: _fragment_gather,
+    nvgpu.FragmentColumnReduceOp: _column_reduce,
+    nvgpu.FragmentColumnStageOp: _column_stage,
+    nvgpu.FragmentColumnCombineOp: _column_combine,
+    nvgpu.FragmentBroadcastColumnsOp: _broadcast_columns,
+    nvgpu.FragmentStoreColumnsOp: _store_columns,
     **FRAGMENT_HANDLERS,
 }
 """The op handlers of the nvgpu level, one per op class (tile-level handlers underneath)."""

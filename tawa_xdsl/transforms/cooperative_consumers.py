@@ -4,12 +4,12 @@ With `consumers=2` every consumer group runs on 2 warpgroups (the decision is th
 `warpgroups(2)`) that split the M rows of each output tile. With `consumers` unset the pass
 chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128, else
 one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
-`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile (seeded
-by the rows of dot lhs/acc/result and of 2-D stored tiles, so a kernel with no dot splits as a
-GEMM does; followed through elementwise ops, reductions, expand_dims, broadcast, reshape,
-trans, permute, join, split and loop-carried values); each warpgroup w takes rows
-[w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get), builds its own
-R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
+`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile: seeded
+by the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a kernel with
+no dot splits as a GEMM does), followed through elementwise ops, reductions, expand_dims,
+broadcast, reshape, trans, permute, join, split and loop-carried values. Each warpgroup w
+takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get),
+builds its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
 Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
 
 Options:
@@ -107,6 +107,11 @@ def _links(op: Operation) -> list[_Link]:
     return links
 
 
+def _is_block_of_rows(value: SSAValue) -> bool:
+    """A 2-D tile of more than one row (a `[1, N]` row of column values has no rows to split)."""
+    return _tensor_rank(value) == 2 and tile.shape_of(value)[0] > 1
+
+
 def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
     axes: dict[SSAValue, int] = {}
     ops = list(group.body.walk())
@@ -129,7 +134,7 @@ def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
             assign(op.lhs, 0, op)
             assign(op.acc, 0, op)
             assign(op.result, 0, op)
-        elif isinstance(op, tile.StoreOp) and _tensor_rank(op.value) == 2:
+        elif isinstance(op, tile.StoreOp) and _is_block_of_rows(op.value):
             assign(op.value, 0, op)
     changed = True
     while changed:

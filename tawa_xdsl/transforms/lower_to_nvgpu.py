@@ -50,7 +50,6 @@ from tawa_xdsl.dialects.nvgpu import (
     SLOT_READ_BARRIER_ID,
     THREADS_ATTR,
     WARPGROUP_THREADS,
-    FragmentType,
 )
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu import fragments, slots, stores, wgmma
@@ -343,9 +342,7 @@ class ConsumerLowering:
             case tile.BroadcastOp():
                 if not self.vectors.broadcast(op):
                     raise fail(op, "must broadcast a row vector along columns, or an index or mask")
-            case tile.ReshapeOp() if isinstance(op.source.type, FragmentType) and slots.squeezes(
-                op
-            ):
+            case tile.ReshapeOp() if fragments.only_unit_dims(op):
                 Rewriter.replace_op(op, [], [op.source])
             case tile.ReshapeOp():
                 self.columns.reshape(op)
@@ -364,7 +361,7 @@ class ConsumerLowering:
             case tile.ConvertOp():
                 fragments.convert(op)
             case tile.ReduceOp():
-                fragments.row_reduce(op)
+                fragments.reduce(op, self.warpgroups)
             case _ if type(op) in fragments.FLOAT_BINARY and is_tile(op.results[0]):
                 fragments.binary(op)
             case _ if type(op) in fragments.FLOAT_UNARY and is_tile(op.results[0]):

@@ -1,8 +1,9 @@
 """More kernels written as a Triton user writes them: `tl.where` on f16 and bf16 comparisons
 and 16-bit values, kernels with no dot whose rows are split over the default consumer
-warpgroups (BLOCK_M 128 and 256), and Triton's EPILOGUE_SUBTILE (`acc.reshape([BM, 2,
-BN // 2]).permute(0, 2, 1)`, `tl.split` into two halves stored apart) with its inverse
-through `tl.join`."""
+warpgroups (BLOCK_M 128 and 256), reductions along axis 0 (`tl.sum`/`tl.max` of columns,
+stored as rows of partials or broadcast back over the rows), and Triton's EPILOGUE_SUBTILE
+(`acc.reshape([BM, 2, BN // 2]).permute(0, 2, 1)`, `tl.split` into two halves stored apart)
+with its inverse through `tl.join`."""
 
 from __future__ import annotations
 
@@ -56,6 +57,39 @@ def softmax(x_desc, y_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     num = tl.exp(x)
     y = num / tl.sum(num, axis=1)[:, None]
     y_desc.store([off_m, 0], y.to(y_desc.dtype))
+
+
+@tawa_xdsl.jit
+def column_stats(x_desc, sum_desc, max_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Per-program column sums and maxima (`tl.sum` / `tl.max` along axis 0), one row of the
+    partial-results tensors per program (a layernorm backward's dw/db partials)."""
+    pid = tl.program_id(0)
+    x = x_desc.load([pid * BLOCK_M, 0]).to(tl.float32)
+    sum_desc.store([pid, 0], tl.sum(x, axis=0)[None, :])
+    max_desc.store([pid, 0], tl.max(x, axis=0).to(max_desc.dtype)[None, :])
+
+
+@tawa_xdsl.jit
+def column_softmax(x_desc, y_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A softmax down each column: the axis-0 reductions broadcast back over the rows."""
+    off_m = tl.program_id(0) * BLOCK_M
+    x = x_desc.load([off_m, 0]).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0)[None, :])
+    y = num / tl.sum(num, axis=0)[None, :]
+    y_desc.store([off_m, 0], y.to(y_desc.dtype))
+
+
+@tawa_xdsl.jit
+def gemm_column_sums(a_desc, b_desc, s_desc, N, K, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
+    """The column means of each C tile (A @ B^T) in f32, into a 1-D tensor of N per program
+    row (BLOCK_N elements per program)."""
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K):
+        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc)
+    s_desc.store([tl.program_id(0) * N + off_n], tl.sum(acc, axis=0) / BLOCK_M)
 
 
 M, N, K = 256, 128, 128
@@ -211,6 +245,38 @@ def _halves_product(rng: np.random.Generator) -> Launch:
     return Launch((ROWS // 128,), args, _blocks(128), [(y, answer)])
 
 
+def _column_stats(dtype):
+    def launch(rng: np.random.Generator) -> Launch:
+        x = rng.standard_normal((ROWS, COLS)).astype(np.float16)
+        sums = np.zeros((ROWS // 128, COLS), np.float32)
+        maxima = np.zeros((ROWS // 128, COLS), dtype)
+        blocks = _f32(x).reshape(ROWS // 128, 128, COLS)
+        outs = [TensorDescriptor.from_tensor(v, [1, COLS]) for v in (sums, maxima)]
+        expected = [(sums, blocks.sum(axis=1)), (maxima, blocks.max(axis=1))]
+        return Launch((ROWS // 128,), [_desc(x, 128), *outs], _blocks(128), expected)
+
+    return launch
+
+
+def _column_softmax(rng: np.random.Generator) -> Launch:
+    x = rng.standard_normal((ROWS, COLS)).astype(np.float16)
+    y = np.zeros((ROWS, COLS), np.float16)
+    blocks = _f32(x).reshape(ROWS // 128, 128, COLS)
+    e = np.exp(blocks - blocks.max(axis=1, keepdims=True))
+    answer = (e / e.sum(axis=1, keepdims=True)).reshape(ROWS, COLS)
+    return Launch((ROWS // 128,), [_desc(x, 128), _desc(y, 128)], _blocks(128), [(y, answer)])
+
+
+def _gemm_column_sums(rng: np.random.Generator) -> Launch:
+    a, b, product = _gemm_operands(rng)
+    s = np.zeros(M // 128 * N, np.float32)
+    descs = [TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 64])]
+    args = [*descs, TensorDescriptor.from_tensor(s, [64]), N, K]
+    answer = product.reshape(M // 128, 128, N).mean(axis=1).reshape(-1)
+    blocks = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64}
+    return Launch((M // 128, N // 64), args, blocks, [(s, answer)])
+
+
 CASES: list[Case] = [
     Case("leaky_where_f16", leaky_where, _leaky(np.float16), ("1",)),
     Case("leaky_where_bf16", leaky_where, _leaky(_bf16()), ("1",)),
@@ -224,4 +290,9 @@ CASES: list[Case] = [
     Case("gemm_epilogue_subtile", gemm_epilogue_subtile, _subtile, ("6",)),
     Case("gemm_subtile_methods", gemm_subtile_methods, _subtile_methods, ("6",)),
     Case("halves_product", halves_product, _halves_product, ("3", "6")),
+    # reductions along axis 0: stored as rows of partials, or broadcast back over the rows
+    Case("column_stats", column_stats, _column_stats(np.float32), ("2", "3")),
+    Case("column_stats_bf16_max", column_stats, _column_stats(_bf16()), ("2", "3")),
+    Case("column_softmax", column_softmax, _column_softmax, ("2", "3")),
+    Case("gemm_column_sums", gemm_column_sums, _gemm_column_sums, ("2",)),
 ]

@@ -142,20 +142,29 @@ REFUSED = [
      "column 2 would come from column 1, held by other threads"),
     (rows_moved, (COLS // 2,), "'tile.permute' must keep dim 0 (the rows) first"),
     (math_on_3d, (COLS,), "'arith.mulf' takes a tile of rank 3 or more"),
-    (column_sum, (COLS,), "a reduction along axis 0 crosses warps and is not lowered"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("kernel", "out_cols", "message"), REFUSED, ids=lambda v: str(v)[:20])
 def test_what_the_layout_does_not_allow_is_refused_in_one_line(kernel, out_cols, message) -> None:
-    args = _args(kernel, *out_cols)
+    assert_refused(kernel, _args(kernel, *out_cols), message)
+
+
+def test_a_reduction_along_rows_split_over_two_warpgroups_is_refused_in_one_line() -> None:
+    """By default a reduction along axis 0 keeps its rows on one consumer warpgroup (the
+    corpus's column kernels); two cooperative consumers cannot split them."""
+    message = "cannot split rows: a reduction runs along the rows"
+    assert_refused(column_sum, _args(column_sum, COLS), message, num_consumer_groups=2)
+
+
+def assert_refused(kernel, args: list, message: str, **options) -> None:
     with pytest.raises((TawaError, PassFailedException)) as refused:
-        kernel.compile(*args, BLOCK_M=ROWS, BLOCK_N=COLS).gpu_kernel()
+        kernel.compile(*args, BLOCK_M=ROWS, BLOCK_N=COLS, **options).gpu_kernel()
     text = str(refused.value)
     assert "\n" not in text and message in text, text
     assert text.startswith(f"{__file__}:"), text  # the kernel line
     with pytest.warns(GpuRefusalWarning, match="the GPU backend refuses this kernel"):
-        kernel[(1,)](*args, BLOCK_M=ROWS, BLOCK_N=COLS, interpret=True)
+        kernel[(1,)](*args, BLOCK_M=ROWS, BLOCK_N=COLS, interpret=True, **options)
 
 
 @tawa_xdsl.jit

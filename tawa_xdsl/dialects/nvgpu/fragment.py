@@ -33,6 +33,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tawa_xdsl.dialects.nvgpu.hardware import WARP_THREADS, WARPGROUP_THREADS
 from tawa_xdsl.dialects.nvgpu.layout import WGMMA_ACC, column_gather
 from tawa_xdsl.dialects.nvgpu.types import (
     FP8_TYPES,
@@ -780,3 +781,185 @@ class FragmentGatherOp(IRDLOperation):
                     "'nvgpu.fragment_gather' of 16-bit values must move whole registers "
                     "(adjacent column pairs)"
                 )
+
+
+# --------------------------------------------------- column vectors (reductions along axis 0)
+
+
+WARPS_PER_WARPGROUP = WARPGROUP_THREADS // WARP_THREADS
+
+
+def _column_of(acc: FragmentType) -> FragmentType:
+    return FragmentType(FragmentLayout.WGMMA_COL, [acc.get_shape()[1]], acc.element_type)
+
+
+@irdl_op_definition
+class FragmentColumnReduceOp(IRDLOperation):
+    """Reduce each column of an f32 accumulator over this thread's rows and the 8 lane rows
+    of its warp (`max.f32` / `add.f32` chains, then `shfl.sync.bfly.b32` 4, 8 and 16): every
+    lane then holds its warp's partial of each of its columns; `fragment_column_stage` and
+    `fragment_column_combine` add up the 4 warps."""
+
+    name = "nvgpu.fragment_column_reduce"
+
+    kind = prop_def(ReduceKindAttr)
+    source = operand_def(FragmentType)
+    result = result_def(FragmentType)
+
+    assembly_format = "$kind $source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, kind: ReduceKind, source: SSAValue):
+        super().__init__(
+            operands=[source],
+            properties={"kind": ReduceKindAttr(kind)},
+            result_types=[_column_of(fragment_type(source))],
+        )
+
+    def verify_(self) -> None:
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        f32_acc = src.kind == FragmentLayout.WGMMA_ACC and isinstance(src.element_type, Float32Type)
+        if not f32_acc or dst != _column_of(src):
+            raise VerifyException(
+                f"'nvgpu.fragment_column_reduce' reduces an f32 wgmma_acc fragment to its "
+                f"wgmma_col fragment, got {src} -> {dst}"
+            )
+
+
+def _verify_column_slot(op: IRDLOperation, buf: SSAValue, slot: SSAValue, columns: int) -> None:
+    smem = smem_type(buf)
+    if tuple(smem.slot_shape) != (WARPS_PER_WARPGROUP, columns) or not isinstance(
+        smem.element_type, Float32Type
+    ):
+        raise VerifyException(
+            f"'{op.name}' needs an f32 slot of one row per warp and column "
+            f"({WARPS_PER_WARPGROUP}x{columns}), got {format_shape(smem.slot_shape)} of "
+            f"{smem.element_type}"
+        )
+    verify_slot(op, slot, smem.slot_count, "buffer")
+
+
+@irdl_op_definition
+class FragmentColumnStageOp(IRDLOperation):
+    """Write each warp's column partials (a `wgmma_col` fragment of f32) into row `warp` of
+    smem slot `slot`: the 4 lanes of the warp's first lane row store (`st.shared.f32`)."""
+
+    name = "nvgpu.fragment_column_stage"
+
+    value = operand_def(FragmentType)
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+
+    assembly_format = "$value `,` $buf `[` $slot `]` attr-dict `:` type($value) `,` type($buf)"
+
+    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue):
+        super().__init__(operands=[value, buf, slot])
+
+    def verify_(self) -> None:
+        frag = fragment_type(self.value)
+        if frag.kind != FragmentLayout.WGMMA_COL or not isinstance(frag.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_column_stage' stores a wgmma_col fragment of f32, got {frag}"
+            )
+        _verify_column_slot(self, self.buf, self.slot, frag.get_shape()[0])
+
+
+@irdl_op_definition
+class FragmentColumnCombineOp(IRDLOperation):
+    """Every thread reads the 4 warps' partials of its columns from smem slot `slot` (one
+    row per warp, written by `fragment_column_stage` before a named barrier) and combines
+    them in warp order: the column reduction over the whole warpgroup."""
+
+    name = "nvgpu.fragment_column_combine"
+
+    kind = prop_def(ReduceKindAttr)
+    buf = operand_def(SmemType)
+    slot = operand_def(i32)
+    result = result_def(FragmentType)
+
+    assembly_format = "$kind $buf `[` $slot `]` attr-dict `:` type($buf) `->` type($result)"
+
+    def __init__(self, kind: ReduceKind, buf: SSAValue, slot: SSAValue, result: FragmentType):
+        super().__init__(
+            operands=[buf, slot], properties={"kind": ReduceKindAttr(kind)}, result_types=[result]
+        )
+
+    def verify_(self) -> None:
+        frag = fragment_type(self.result)
+        if frag.kind != FragmentLayout.WGMMA_COL or not isinstance(frag.element_type, Float32Type):
+            raise VerifyException(
+                f"'nvgpu.fragment_column_combine' makes a wgmma_col fragment of f32, got {frag}"
+            )
+        _verify_column_slot(self, self.buf, self.slot, frag.get_shape()[0])
+
+
+@irdl_op_definition
+class FragmentBroadcastColumnsOp(IRDLOperation):
+    """Spread a column vector over the rows of an accumulator: value i of the result is the
+    thread's column value of its column (register moves only)."""
+
+    name = "nvgpu.fragment_broadcast_columns"
+
+    source = operand_def(FragmentType)
+    result = result_def(FragmentType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue, rows: int):
+        src = fragment_type(source)
+        super().__init__(
+            operands=[source],
+            result_types=[
+                FragmentType(FragmentLayout.WGMMA_ACC, [rows, src.get_shape()[0]], src.element_type)
+            ],
+        )
+
+    def verify_(self) -> None:
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        if (
+            src.kind != FragmentLayout.WGMMA_COL
+            or dst.kind != FragmentLayout.WGMMA_ACC
+            or dst.get_shape()[1] != src.get_shape()[0]
+            or src.element_type != dst.element_type
+        ):
+            raise VerifyException(
+                f"'nvgpu.fragment_broadcast_columns' turns a wgmma_col fragment into a "
+                f"wgmma_acc fragment of its columns and element type, got {src} -> {dst}"
+            )
+
+
+@irdl_op_definition
+class FragmentStoreColumnsOp(IRDLOperation):
+    """Write a column vector (`wgmma_col`) to global memory along the last dim of the
+    descriptor's tensor, element j at `[..., col + j]`, dropping elements outside it: the 4
+    threads of warp 0's first lane row hold every column, and store them (`st.global`)."""
+
+    name = "nvgpu.fragment_store_columns"
+
+    value = operand_def(FragmentType)
+    desc = operand_def(DescType)
+    offsets = var_operand_def(i32)
+
+    assembly_format = "$value `,` $desc `[` $offsets `]` attr-dict `:` type($value) `,` type($desc)"
+
+    def __init__(self, value: SSAValue, desc: SSAValue, offsets: Sequence[SSAValue]):
+        super().__init__(operands=[value, desc, offsets])
+
+    def verify_(self) -> None:
+        frag, desc = fragment_type(self.value), self.desc.type
+        assert isinstance(desc, DescType)
+        if frag.kind != FragmentLayout.WGMMA_COL or frag.element_type != desc.element_type:
+            raise VerifyException(
+                f"'nvgpu.fragment_store_columns' stores a wgmma_col fragment of the "
+                f"descriptor's element type {desc.element_type}, got {frag}"
+            )
+        block = desc.get_block_shape()
+        if any(d != 1 for d in block[:-1]) or block[-1] != frag.get_shape()[0]:
+            raise VerifyException(
+                f"'nvgpu.fragment_store_columns' needs a block of one row of "
+                f"{frag.get_shape()[0]} elements, got {desc}"
+            )
+        if isinstance(frag.element_type, FP8_TYPES):
+            raise VerifyException("'nvgpu.fragment_store_columns' stores f32, f16 or bf16")
+        verify_offsets(self, desc, self.offsets)

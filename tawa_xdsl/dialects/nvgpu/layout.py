@@ -37,6 +37,7 @@ class FragmentLayout(StrEnum):
     WGMMA_ACC = auto()
     WGMMA_ROW = auto()
     WGMMA_OPERAND_A = auto()
+    WGMMA_COL = auto()
 
 
 class IndexArith(Protocol[T]):
@@ -262,15 +263,65 @@ class WgmmaOperandALayout:
         return range(first, first + 4)
 
 
+@dataclass(frozen=True)
+class WgmmaColLayout:
+    """A per-column vector reduced from a wgmma accumulator along its rows (`WGMMA_COL`).
+
+    A thread holds the columns it holds in the accumulator: value v is column
+    8 (v >> 1) + 2 (l & 3) + (v & 1), so the 8 lane rows of a warp and the 4 warps hold the
+    same values (replicated 32x)::
+
+        columns 0, 1 | 8, 9 | ...: lanes {0, 4, ..., 28} of every warp (values 0, 1 | 2, 3)
+        columns 2, 3 | 10, 11 | ...: lanes {1, 5, ..., 29}
+    """
+
+    name: str = "wgmma_col"
+    rank: int = 1
+
+    def check(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless `shape` is a wgmma N (8..256 columns in steps of 8)."""
+        if shape[0] % 8 or not 8 <= shape[0] <= MAX_WGMMA_N:
+            raise ValueError(f"columns must be a multiple of 8 in 8..256 (wgmma N), got {shape[0]}")
+
+    def values_per_thread(self, shape: tuple[int, ...]) -> int:
+        return shape[0] // 4
+
+    def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+        """(row, col) of the accumulator origin; a column value sits at its column (row 0
+        exactly in the first lane row of warp 0)."""
+        return accumulator_origin(thread, arith)
+
+    def value_offset(self, shape: tuple[int, ...], value: int) -> int:
+        """Column of value `value` relative to the thread's origin column: 8 (v >> 1) + (v & 1)."""
+        return 8 * (value >> 1) + (value & 1)
+
+    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int]:
+        _, col0 = self.thread_origin(thread, INT_ARITH)
+        return (col0 + self.value_offset(shape, value),)
+
+    def owner(self, shape: tuple[int, ...], col: int) -> tuple[int, int]:
+        """(the thread of warp 0, lane row 0, value) holding column `col`; 31 others copy it."""
+        group, c = divmod(col, 8)
+        return c // 2, 2 * group + c % 2
+
+    def acc_value_column(self, acc_value: int, acc_cols: int) -> int:
+        """Which column value an accumulator value (of a tile with `acc_cols` columns) shares
+        its column with: the broadcast map of `fragment_broadcast_columns`."""
+        i = acc_value % (acc_cols // 2)
+        return 2 * (i >> 2) + (i & 1)
+
+
 WGMMA_ACC = WgmmaAccLayout()
 WGMMA_ROW = WgmmaRowLayout()
 WGMMA_OPERAND_A = WgmmaOperandALayout()
+WGMMA_COL = WgmmaColLayout()
 
-Layout = WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout
+Layout = WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout | WgmmaColLayout
 LAYOUTS: dict[FragmentLayout, Layout] = {
     FragmentLayout.WGMMA_ACC: WGMMA_ACC,
     FragmentLayout.WGMMA_ROW: WGMMA_ROW,
     FragmentLayout.WGMMA_OPERAND_A: WGMMA_OPERAND_A,
+    FragmentLayout.WGMMA_COL: WGMMA_COL,
 }
 
 

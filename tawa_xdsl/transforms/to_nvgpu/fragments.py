@@ -4,13 +4,21 @@ A 2-D tile is a `wgmma_acc` fragment (the accumulator layout), a 1-D tile a `wgm
 fragment (one value per fragment row); a tile that only feeds dots as A is a
 `wgmma_operand_a` fragment. The ops, wherever they appear:
 
-* `tile.splat` -> `fragment_splat`; `tile.convert` -> `fragment_convert`; `tile.reshape` of
-  a fragment is the fragment;
+* `tile.splat` -> `fragment_splat` (splat again in another layout where it meets one);
+  `tile.convert` -> `fragment_convert`; a `tile.reshape` of a fragment by unit dims is the
+  fragment;
 * `arith` on float tiles -> `fragment_binary`; `math.exp2`/`exp`/`log2`/`log`/`sqrt`/
   `rsqrt`/`tanh`/`erf`/`absf` and `arith.negf` -> `fragment_unary`; `math.fma` -> a
   multiply and an add;
 * `tile.reduce` along the row axis (columns, axis 1) -> per-thread `fragment_row_reduce` and
-  two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials;
+  two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials; along axis 0
+  (rows) -> a `wgmma_col` column vector: `fragment_column_reduce` (the thread's rows and its
+  warp's lane rows), the 4 warps' partials through an smem slot between two named barriers
+  (`fragment_column_stage`, `fragment_column_combine`); `expand_dims(v, 0)` of it is the
+  fragment, `broadcast` over the rows -> `fragment_broadcast_columns`;
+* `tile.reshape`, `tile.permute`, `tile.join` and `tile.split` of accumulator fragments keep
+  their n-D tiles as `ColumnView`s (rows stay dim 0, only columns move) until a 2-D result
+  becomes one `fragment_gather` (register moves the layout object plans);
 * row vectors (`[rows]` and `[rows, 1]` tiles are `wgmma_row` fragments): `expand_dims(v,
   1)` is the fragment, `broadcast` along the columns -> `fragment_broadcast_rows`;
 * column vectors read from a slot (a bias): [`convert` +] `expand_dims(v, 0)` + `broadcast`
@@ -22,14 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
     FloatAttr,
+    IntegerAttr,
     TensorType,
     f32,
+    i32,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
@@ -37,9 +47,18 @@ from xdsl.utils.exceptions import VerifyException
 
 from tawa_xdsl.diagnostics import first_line
 from tawa_xdsl.dialects import nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import BinaryKind, FragmentLayout, FragmentType, UnaryKind
+from tawa_xdsl.dialects.nvgpu import (
+    COLUMN_REDUCE_BARRIER_ID,
+    WARPGROUP_THREADS,
+    BinaryKind,
+    FragmentLayout,
+    FragmentType,
+    UnaryKind,
+)
+from tawa_xdsl.dialects.nvgpu.fragment import WARPS_PER_WARPGROUP as WARPS
 from tawa_xdsl.dialects.tile import ReduceKind
 from tawa_xdsl.transforms.to_nvgpu.common import fail, insert_before, is_index_tile, is_tile
+from tawa_xdsl.transforms.to_nvgpu.masks import narrowed, widened
 from tawa_xdsl.transforms.to_nvgpu.slots import SmemView
 
 FLOAT_BINARY: dict[type[Operation], BinaryKind] = {
@@ -108,8 +127,32 @@ def splat(op: tile.SplatOp) -> None:
 
 
 def binary(op: Operation) -> None:
-    lhs, rhs = op.operands
+    """A splat has no layout of its own: one meeting a fragment of another layout (a column
+    vector scaled by a scalar) is splat again in that layout."""
+    lhs, rhs = (resplat(op, value, other) for value, other in (op.operands, op.operands[::-1]))
     Rewriter.replace_op(op, nvgpu.FragmentBinaryOp(FLOAT_BINARY[type(op)], lhs, rhs))
+
+
+def resplat(op: Operation, value: SSAValue, other: SSAValue) -> SSAValue:
+    """`value`, or the splat it is made again in the layout of `other` (see `binary`)."""
+    ty, want = value.type, other.type
+    if ty == want or not isinstance(ty, FragmentType) or not isinstance(want, FragmentType):
+        return value
+    chain: list[Operation] = []
+    owner = value.owner
+    if isinstance(owner, nvgpu.FragmentConvertOp):
+        chain, owner = [owner], owner.source.owner
+    if not isinstance(owner, nvgpu.FragmentSplatOp):
+        return value
+    spread = nvgpu.FragmentSplatOp(
+        owner.value,
+        FragmentType(want.kind, want.get_shape(), owner.result.type.element_type),  # type: ignore[union-attr]
+    )
+    ops: list[Operation] = [spread]
+    if chain:
+        ops.append(nvgpu.FragmentConvertOp(spread.result, want))
+    insert_before(op, ops)
+    return ops[-1].results[0]
 
 
 def unary(op: Operation) -> None:
@@ -133,20 +176,26 @@ def convert(op: tile.ConvertOp) -> None:
         if not all(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses):
             raise fail(op, "feeds a dot's A operand and something else")
         result = FragmentType(FragmentLayout.WGMMA_OPERAND_A, ty.get_shape(), ty.element_type)
+    elif isinstance(source := op.operands[0].type, FragmentType):  # the layout is kept
+        result = FragmentType(source.kind, ty.get_shape(), ty.element_type)
     else:
         result = fragment_of(ty)
     Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], result))
 
 
+def reduce(op: tile.ReduceOp, warpgroups: int) -> None:
+    """A reduction along a fragment's columns (axis 1) or its rows (axis 0)."""
+    src = op.source.type
+    if not isinstance(src, FragmentType) or src.kind != FragmentLayout.WGMMA_ACC:
+        raise fail(op, "must reduce a 2-D tile along its columns (axis 1) or rows (axis 0)")
+    if op.axis.value.data == 1:
+        row_reduce(op)
+    else:
+        column_reduce(op, warpgroups)
+
+
 def row_reduce(op: tile.ReduceOp) -> None:
     """Per-thread partial over its columns, then butterflies over the quad's 4 lanes."""
-    src = op.source.type
-    if not isinstance(src, FragmentType) or op.axis.value.data != 1:
-        raise fail(
-            op,
-            "must reduce a 2-D tile along its columns (axis 1): a reduction along axis 0 "
-            "crosses warps and is not lowered for the GPU (reduce the transposed tile)",
-        )
     combine = REDUCE_COMBINE[op.kind.data]
     partial = nvgpu.FragmentRowReduceOp(op.kind.data, op.source)
     ops: list[Operation] = [partial]
@@ -157,6 +206,37 @@ def row_reduce(op: tile.ReduceOp) -> None:
         ops += [other, both]
         value = both.result
     Rewriter.replace_op(op, ops, [value])
+
+
+def column_reduce(op: tile.ReduceOp, warpgroups: int) -> None:
+    """In f32: each warp's partial in registers (`fragment_column_reduce`), the 4 warps'
+    partials through an smem slot of one row per warp, between two named barriers of the
+    warpgroup (the second lets the next reduction reuse nothing half-read)."""
+    if warpgroups != 1:
+        raise fail(op, f"reduces along rows that {warpgroups} warpgroups split")
+    kind = op.kind.data
+    ops, (source,) = widened([op.source])
+    partial = nvgpu.FragmentColumnReduceOp(kind, source)
+    columns = partial.result.type.get_shape()[0]  # type: ignore[union-attr]
+    scratch = nvgpu.SmemAllocOp(nvgpu.SmemType((1, WARPS, columns), f32, 0))
+    scratch.buf.name_hint = "column_partials"
+    kernel = op.get_toplevel_object()
+    first = next(o for o in kernel.walk() if isinstance(o, func.FuncOp)).body.block.first_op
+    assert first is not None
+    insert_before(first, [scratch])
+    slot = arith.ConstantOp(IntegerAttr(0, i32))
+    threads = WARPGROUP_THREADS * warpgroups
+    total = nvgpu.FragmentColumnCombineOp(kind, scratch.buf, slot.result, partial.result.type)  # type: ignore[arg-type]
+    ops += [
+        partial,
+        slot,
+        nvgpu.FragmentColumnStageOp(partial.result, scratch.buf, slot.result),
+        nvgpu.NamedBarrierSyncOp(COLUMN_REDUCE_BARRIER_ID, threads),
+        total,
+        nvgpu.NamedBarrierSyncOp(COLUMN_REDUCE_BARRIER_ID, threads),
+    ]
+    narrow = narrowed(total.result, op.result.type)
+    Rewriter.replace_op(op, [*ops, *narrow], [narrow[-1].results[0] if narrow else total.result])
 
 
 @dataclass
@@ -216,25 +296,40 @@ class Vectors:
         if op.source in self.columns:
             Rewriter.replace_op(op, [], [self.columns[op.source]])
             return True
-        source = op.source.type
+        source, ty = op.source.type, op.result.type
+        assert isinstance(ty, TensorType)
         if isinstance(source, FragmentType) and source.kind == FragmentLayout.WGMMA_ROW:
-            ty = op.result.type
-            assert isinstance(ty, TensorType)
             Rewriter.replace_op(op, nvgpu.FragmentBroadcastRowsOp(op.source, ty.get_shape()[1]))
+            return True
+        if isinstance(source, FragmentType) and source.kind == FragmentLayout.WGMMA_COL:
+            rows = ty.get_shape()[0]
+            Rewriter.replace_op(op, nvgpu.FragmentBroadcastColumnsOp(op.source, rows))
             return True
         return False
 
 
 def expand_rows(op: tile.ExpandDimsOp) -> None:
-    """A row vector as a column `[rows, 1]` is the same `wgmma_row` fragment."""
+    """A row vector as a column `[rows, 1]` is the same `wgmma_row` fragment, a column vector
+    as a row `[1, columns]` the same `wgmma_col` fragment."""
     source = op.source.type
-    if (
-        op.axis.value.data != 1
-        or not isinstance(source, FragmentType)
-        or source.kind != FragmentLayout.WGMMA_ROW
-    ):
-        raise fail(op, "must turn a row vector into a column (axis 1) or place an index")
+    kinds = {1: FragmentLayout.WGMMA_ROW, 0: FragmentLayout.WGMMA_COL}
+    if not isinstance(source, FragmentType) or kinds.get(op.axis.value.data) != source.kind:
+        raise fail(
+            op,
+            "must turn a row vector into a column (axis 1), a column vector (a reduction "
+            "along axis 0) into a row (axis 0), or place an index",
+        )
     Rewriter.replace_op(op, [], [op.source])
+
+
+def only_unit_dims(op: tile.ReshapeOp) -> bool:
+    """Whether `op` reshapes a fragment only by adding or dropping unit dims (`[1, rows,
+    cols]`, a row vector as `[rows, 1]`): the fragment itself."""
+    source = op.source.type
+    if not isinstance(source, FragmentType):
+        return False
+    kept = [d for d in tile.shape_of(op.result) if d != 1]
+    return kept == [d for d in source.get_shape() if d != 1]
 
 
 @dataclass(frozen=True)
@@ -263,9 +358,6 @@ class ColumnViews:
 
     views: dict[SSAValue, ColumnView] = field(default_factory=dict)
 
-    def holds(self, value: SSAValue) -> bool:
-        return value in self.views
-
     def view(self, op: Operation, value: SSAValue) -> ColumnView:
         if value in self.views:
             return self.views[value]
@@ -279,25 +371,32 @@ class ColumnViews:
         if isinstance(op, tile.ReshapeOp | tile.PermuteOp | tile.SplitOp):
             return
         if any(v in self.views for v in op.operands):
-            raise fail(op, "takes a tile of rank 3 or more: only tl.reshape, tl.permute and "
-                       "tl.split read one (split it or reshape it back to 2-D)")  # fmt: skip
+            raise fail(
+                op,
+                "takes a tile of rank 3 or more: only tl.reshape, tl.permute and tl.split read "
+                "one (split it or reshape it back to 2-D)",
+            )
 
     def reshape(self, op: tile.ReshapeOp) -> None:
         """Row-major, dim 0 (the rows) kept: only the other dims are regrouped."""
         view, shape = self.view(op, op.source), tile.shape_of(op.result)
-        rows = view.fragments[0].type.get_shape()[0]  # type: ignore[union-attr]
+        rows = op.source.type.get_shape()[0]  # type: ignore[union-attr] (tile or fragment)
         if len(shape) < 2 or shape[0] != rows:
             raise fail(op, f"must keep the {rows} rows as dim 0 (rows stay in their threads)")
-        self.place(op, op.result, replace(view, source=view.source.reshape(shape[1:]),
-                                          column=view.column.reshape(shape[1:])))  # fmt: skip
+        others = shape[1:]
+        regrouped = replace(
+            view, source=view.source.reshape(others), column=view.column.reshape(others)
+        )
+        self.place(op, op.result, regrouped)
 
     def permute(self, op: tile.PermuteOp) -> None:
         dims = op.permutation()
         if dims[0] != 0:
             raise fail(op, f"must keep dim 0 (the rows) first, got dims {list(dims)}")
         view, axes = self.view(op, op.source), [d - 1 for d in dims[1:]]
-        self.place(op, op.result, replace(view, source=view.source.transpose(axes),
-                                          column=view.column.transpose(axes)))  # fmt: skip
+        source, column = view.source.transpose(axes), view.column.transpose(axes)
+        moved = replace(view, source=source, column=column)
+        self.place(op, op.result, moved)
 
     def split(self, op: tile.SplitOp) -> None:
         view = self.view(op, op.source)
@@ -308,8 +407,8 @@ class ColumnViews:
     def join(self, op: tile.JoinOp) -> None:
         lhs, rhs = self.view(op, op.lhs), self.view(op, op.rhs)
         if lhs.fragments != rhs.fragments:
-            rhs = replace(rhs, fragments=lhs.fragments + rhs.fragments,
-                          source=rhs.source + len(lhs.fragments))  # fmt: skip
+            fragments = lhs.fragments + rhs.fragments
+            rhs = replace(rhs, fragments=fragments, source=rhs.source + len(lhs.fragments))
         joined = ColumnView(
             rhs.fragments,
             np.stack([lhs.source, rhs.source], axis=-1),
@@ -328,10 +427,10 @@ class ColumnViews:
         if len(view.fragments) == 1 and np.array_equal(view.column, whole):
             value.replace_all_uses_with(view.fragments[0])
             return
-        result = FragmentType(FragmentLayout.WGMMA_ACC, [first.rows, len(view.column)],
-                              first.element_type)  # fmt: skip
-        gather = nvgpu.FragmentGatherOp(view.fragments, view.source.tolist(),
-                                        view.column.tolist(), result)  # fmt: skip
+        shape = [first.rows, len(view.column)]
+        result = FragmentType(FragmentLayout.WGMMA_ACC, shape, first.element_type)
+        sources, columns = view.source.tolist(), view.column.tolist()
+        gather = nvgpu.FragmentGatherOp(view.fragments, sources, columns, result)
         try:
             gather.verify_()
         except VerifyException as error:

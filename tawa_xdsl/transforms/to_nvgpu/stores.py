@@ -34,8 +34,13 @@ SWIZZLE_BYTES = 128
 
 
 def global_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
-    """st.global of the fragment, clipped to the tensor."""
-    Rewriter.replace_op(op, nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets)))
+    """st.global of the fragment, clipped to the tensor (a column vector by its own op)."""
+    value = op.value.type
+    if isinstance(value, FragmentType) and value.kind == nvgpu.FragmentLayout.WGMMA_COL:
+        store: Operation = nvgpu.FragmentStoreColumnsOp(op.value, op.desc, list(op.offsets))
+    else:
+        store = nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets))
+    Rewriter.replace_op(op, store)
 
 
 def tma_store_box(op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
