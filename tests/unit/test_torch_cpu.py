@@ -62,7 +62,7 @@ def test_matmul_op_matches_torch() -> None:
 @pytest.mark.parametrize("activation", ["gelu", "silu"])
 def test_matmul_bias_and_activation_run_in_the_kernel(monkeypatch, activation: str) -> None:
     """A bias of N elements and the activation are the GEMM's epilogue, not torch's: the
-    torch epilogue is not called; a per-row bias ([M, 1]) still is, and both are right."""
+    torch epilogue is not called; a full bias ([M, N]) still is, and both are right."""
     torch.manual_seed(5)
     a = torch.randn(64, 64, dtype=torch.bfloat16)
     b = torch.randn(64, 48, dtype=torch.bfloat16)
@@ -76,9 +76,9 @@ def test_matmul_bias_and_activation_run_in_the_kernel(monkeypatch, activation: s
     torch.testing.assert_close(c.float(), act(a.float() @ b.float() + bias.float()),
                                atol=6e-2, rtol=2e-2)  # fmt: skip
     assert calls == []
-    row_bias = torch.randn(64, 1, dtype=torch.bfloat16)
-    c = ops.matmul(a, b, bias=row_bias, activation=activation)
-    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + row_bias.float()),
+    full_bias = torch.randn(64, 48, dtype=torch.bfloat16)
+    c = ops.matmul(a, b, bias=full_bias, activation=activation)
+    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + full_bias.float()),
                                atol=6e-2, rtol=2e-2)  # fmt: skip
     assert calls == [1]
 
