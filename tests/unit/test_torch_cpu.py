@@ -157,8 +157,10 @@ def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
     rows = {
         row["launcher"]: row["host_us_per_launch"] for row in json.loads(out.read_text())["rows"]
     }
-    assert set(rows) == {"tawa jit kernel[grid]", "tawa jit kernel[grid] (grid callable)"}
+    jit_rows = ("", " (grid callable)", " (output moves)")
+    assert set(rows) == {*(f"tawa jit kernel[grid]{r}" for r in jit_rows), "tawa prepared launch"}
     assert all(us > 0 for us in rows.values())
+    assert "step: launch_key" in done.stdout  # the repeated launch's steps, each timed
 
 
 def test_the_torch_block_example_checks_itself_in_the_interpreter() -> None:
