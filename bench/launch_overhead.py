@@ -9,13 +9,13 @@ faster than the host issues the next, so the loop measures the host), the same t
 launch, median of 5 rounds:
 
 * `tawa jit kernel[grid]`: the library's @jit GEMM (`tawa_xdsl.kernels.gemm.gemm`) on torch
-  CUDA tensors through TensorDescriptors (the repeat-launch path of `JITFunction.run_on_gpu`;
+  CUDA tensors through TensorDescriptors (the repeat-launch path of `tawa_xdsl.jit.RepeatLaunch`;
   the issue's target is <= 20 us);
 * `tawa jit kernel[grid] (grid callable)`: the same with `grid=lambda meta: ...`, as Triton
   code writes it;
-* `tawa jit kernel[grid] (output moves)`: C alternates between two tensors, so the repeat
-  launch misses the prepared-launch cache of the one before (a key per address: after the
-  first two launches both are hits again);
+* `tawa jit kernel[grid] (new output each launch)`: C cycles through more tensors than the
+  launch caches and the tensor-map cache remember, so every launch is a miss: its launch key
+  is new, C's tensor map is encoded, the parameters are packed (A's and B's maps reused);
 * `tawa CompiledKernel.launch`: the uncached runtime path (tensor maps encoded every call);
 * `tawa prepared launch`: `CompiledKernel.prepare`'s launcher (one cuLaunchKernelEx);
 * `triton descriptors` / `triton pointers`: a Triton kernel with the same argument list (three
@@ -24,17 +24,19 @@ launch, median of 5 rounds:
 `--mock` measures the Python side on a machine without a GPU (`tawa_xdsl.runtime.fake_driver`:
 the driver's calls succeed at once; the launch is still one ctypes call, to a C stand-in),
 the tensors torch CPU tensors that say they are on CUDA; it also prints the repeated launch's
-steps timed alone. What it leaves out is the driver's own work in cuLaunchKernelEx. As a
-proxy for the H200 figure: the H200 host ran this tree's predecessor's mock-measured Python
-side 2.3x faster than this development machine (16.0 us there, 37 us here, both for the
-`kernel[grid]` row less the prepared launch), so H200 ~= mock row / 2.3 + the H200's
-`tawa prepared launch` row.
+steps timed alone, in the process's CPU time (a machine shared with other work does not
+inflate it as it does wall time). What it leaves out is the driver's own work in
+cuLaunchKernelEx. As a proxy for the H200: the tree before the ctypes launch measured 15.9 us
+here (`kernel[grid]` row, mock, development machine idle) and its Python side on the H200 was
+16.0 us (that row less the prepared launch), so H200 ~= this mock row + the H200's prepared
+launch (the driver call, cuda-python's 7.6 us before; ctypes' smaller).
 The op overhead of `torch.ops.tawa.*` over the raw kernels is bench/op_overhead.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import time
@@ -85,11 +87,12 @@ def tawa_launchers(
             lambda meta: (tawa_xdsl.cdiv(m, meta["BLOCK_M"]) * tawa_xdsl.cdiv(n, meta["BLOCK_N"]),)
         ](*descs, m, n, k, **META),
     }
-    outputs = [device(torch.empty(m, n, dtype=torch.float16)) for _ in range(2)]
-    moving = [D(out, [128, 128]) for out in outputs]  # a new output address every launch
-    flip = iter(range(1 << 62))
-    launchers["tawa jit kernel[grid] (output moves)"] = lambda: launch(
-        descs[0], descs[1], moving[next(flip) % 2], m, n, k, **META
+    # more outputs than the caches hold (256 launch keys, 256 tensor maps): every launch misses
+    outputs = [device(torch.empty(m, n, dtype=torch.float16)) for _ in range(300)]
+    moving = [D(out, [128, 128]) for out in outputs]
+    turn = itertools.count()
+    launchers["tawa jit kernel[grid] (new output each launch)"] = lambda: launch(
+        descs[0], descs[1], moving[next(turn) % len(moving)], m, n, k, **META
     )
     backend = gemm.warmup(*descs, m, n, k, **META).gpu_kernel()
     stream = 0 if mock else torch.cuda.current_stream().cuda_stream
