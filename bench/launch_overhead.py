@@ -9,31 +9,37 @@ faster than the host issues the next, so the loop measures the host), the same t
 launch, median of 5 rounds:
 
 * `tawa jit kernel[grid]`: the library's @jit GEMM (`tawa_xdsl.kernels.gemm.gemm`) on torch
-  CUDA tensors through TensorDescriptors (the repeat-launch path of `JITFunction.run_on_gpu`;
+  CUDA tensors through TensorDescriptors (the repeat-launch path of `tawa_xdsl.jit.RepeatLaunch`;
   the issue's target is <= 20 us);
 * `tawa jit kernel[grid] (grid callable)`: the same with `grid=lambda meta: ...`, as Triton
   code writes it;
+* `tawa jit kernel[grid] (new output each launch)`: C cycles through more tensors than the
+  launch caches and the tensor-map cache remember, so every launch is a miss: its launch key
+  is new, C's tensor map is encoded, the parameters are packed (A's and B's maps reused);
 * `tawa CompiledKernel.launch`: the uncached runtime path (tensor maps encoded every call);
 * `tawa prepared launch`: `CompiledKernel.prepare`'s launcher (one cuLaunchKernelEx);
 * `triton descriptors` / `triton pointers`: a Triton kernel with the same argument list (three
   host TensorDescriptors, or pointers, and three ints), when Triton is installed.
 
-`--mock` measures the Python side on a machine without a GPU: the CUDA driver is a stand-in
-whose calls return success at once, the tensors are torch CPU tensors that say they are on
-CUDA, and the prepared launch is built without encoding tensor maps. What it leaves out is
-the driver's own cost of cuLaunchKernelEx (on the H200 run, the `tawa prepared launch` row).
+`--mock` measures the Python side on a machine without a GPU (`tawa_xdsl.runtime.fake_driver`:
+the driver's calls succeed at once; the launch is still one ctypes call, to a C stand-in),
+the tensors torch CPU tensors that say they are on CUDA; it also prints the repeated launch's
+steps timed alone, in the process's CPU time (a machine shared with other work does not
+inflate it as it does wall time). What it leaves out is the driver's own work in
+cuLaunchKernelEx. As a proxy for the H200: the tree before the ctypes launch measured 15.9 us
+here (`kernel[grid]` row, mock, development machine idle) and its Python side on the H200 was
+16.0 us (that row less the prepared launch), so H200 ~= this mock row + the H200's prepared
+launch (the driver call, cuda-python's 7.6 us before; ctypes' smaller).
 The op overhead of `torch.ops.tawa.*` over the raw kernels is bench/op_overhead.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import importlib
+import itertools
 import json
 import statistics
 import time
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,17 +52,21 @@ ROOT = Path(__file__).resolve().parents[1]
 META = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
 
 
-def host_us(launch: Callable[[], None], iters: int, sync: Callable[[], None]) -> float:
-    """Median over 5 rounds of the host microseconds per call of `launch`."""
+def host_us(
+    launch: Callable[[], None], iters: int, sync: Callable[[], None],
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:  # fmt: skip
+    """Median over 5 rounds of the host microseconds per call of `launch` (`clock`: wall
+    time; the mock passes the process's CPU time, which a loaded machine does not inflate)."""
     for _ in range(20):
         launch()
     sync()
     rounds = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(iters):
             launch()
-        rounds.append((time.perf_counter() - start) / iters * 1e6)
+        rounds.append((clock() - start) / iters * 1e6)
         sync()
     return statistics.median(rounds)
 
@@ -77,14 +87,20 @@ def tawa_launchers(
             lambda meta: (tawa_xdsl.cdiv(m, meta["BLOCK_M"]) * tawa_xdsl.cdiv(n, meta["BLOCK_N"]),)
         ](*descs, m, n, k, **META),
     }
+    # more outputs than the caches hold (256 launch keys, 256 tensor maps): every launch misses
+    outputs = [device(torch.empty(m, n, dtype=torch.float16)) for _ in range(300)]
+    moving = [D(out, [128, 128]) for out in outputs]
+    turn = itertools.count()
+    launchers["tawa jit kernel[grid] (new output each launch)"] = lambda: launch(
+        descs[0], descs[1], moving[next(turn) % len(moving)], m, n, k, **META
+    )
+    backend = gemm.warmup(*descs, m, n, k, **META).gpu_kernel()
+    stream = 0 if mock else torch.cuda.current_stream().cuda_stream
+    launchers["tawa prepared launch"] = backend.prepare(grid, a, b, c, m, n, k, stream=stream)
     if not mock:
-        backend = gemm.warmup(*descs, m, n, k, **META).gpu_kernel()
-        stream = torch.cuda.current_stream().cuda_stream
-        prepared = backend.prepare(grid, a, b, c, m, n, k, stream=stream)
         launchers["tawa CompiledKernel.launch"] = lambda: backend.launch(
             grid, a, b, c, m, n, k, stream=stream
         )
-        launchers["tawa prepared launch"] = prepared
     return launchers
 
 
@@ -143,58 +159,49 @@ def mock_cuda_tensor(tensor: torch.Tensor) -> torch.Tensor:
     return torch.Tensor._make_subclass(MockCudaTensor, tensor)
 
 
-class DeviceAttributes:
-    """`CUdevice_attribute`: each member is its own name."""
-
-    def __getattr__(self, name: str) -> str:
-        return name
-
-
-def mock_driver() -> types.SimpleNamespace:
-    """The cuda-python calls the launch path makes, each returning success at once (an sm_90
-    device with 132 SMs)."""
-    capability = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0}
-
-    def attribute(name: str, handle: int) -> tuple[int, int]:
-        return 0, capability.get(name.removeprefix("CU_DEVICE_ATTRIBUTE_"), 132)
-
-    return types.SimpleNamespace(
-        cuInit=lambda flags: (0,),
-        cuDeviceGetCount=lambda: (0, 1),
-        cuDeviceGet=lambda ordinal: (0, 0),
-        cuDeviceGetName=lambda size, handle: (0, b"mock sm_90\0"),
-        cuDeviceGetAttribute=attribute,
-        cuDevicePrimaryCtxRetain=lambda handle: (0, "context"),
-        cuCtxSetCurrent=lambda context: (0,),
-        cuLaunchKernelEx=lambda *args: (0,),
-        CUdevice_attribute=DeviceAttributes(),
-    )
-
-
-def mock_prepare(kernel: object, grid: tuple[int, ...], args: list, stream: int) -> object:
-    """A `PreparedLaunch` with the GEMM's parameter count, its tensor maps left unencoded."""
-    launch = importlib.import_module("tawa_xdsl.runtime.launch")
-    prepared = object.__new__(launch.PreparedLaunch)
-    count = len(kernel.params)
-    prepared.kernel = types.SimpleNamespace(handle=1, name=kernel.name)
-    prepared.config = None
-    prepared.args = ()
-    prepared.storage = [ctypes.c_uint64(0) for _ in range(count)]
-    prepared.pointers = (ctypes.c_void_p * count)()
-    prepared.native = object()
-    return prepared
-
-
 def install_mock() -> None:
-    """Replace the driver with `mock_driver()` and the launch preparation with `mock_prepare`."""
-    driver = importlib.import_module("tawa_xdsl.runtime.driver")
-    dispatch = importlib.import_module("tawa_xdsl.runtime.dispatch")
-    fake = mock_driver()
-    driver.cuda_driver = lambda: fake
-    dispatch.prepare_device_launch = mock_prepare
-    dispatch.LaunchCache.__init__.__defaults__ = (mock_prepare, 64)
+    """`tawa_xdsl.runtime.fake_driver` in place of the driver; torch's raw stream getter on a
+    CPU build of torch."""
+    from tawa_xdsl.runtime import fake_driver
+
+    fake_driver.install()
     if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # a CPU build of torch
         torch._C._cuda_getCurrentRawStream = lambda device: 0
+
+
+def steps_us(m: int, n: int, k: int, iters: int) -> dict[str, float]:
+    """The repeated launch's steps, each timed alone (microseconds per call, best of 5)."""
+    from tawa_xdsl import jit
+
+    a, b = (mock_cuda_tensor(torch.randn(r, k, dtype=torch.float16)) for r in (m, n))
+    c = mock_cuda_tensor(torch.empty(m, n, dtype=torch.float16))
+    D = tawa_xdsl.TensorDescriptor.from_tensor
+    args = (D(a, [128, 64]), D(b, [128, 64]), D(c, [128, 128]), m, n, k)
+    grid = (tawa_xdsl.cdiv(m, 128) * tawa_xdsl.cdiv(n, 128),)
+    gemm[grid](*args, **META)
+    key = jit.launch_key(args, META)
+    repeat = gemm.launches[key]
+    prepared = repeat.prepared[grid, 0]
+    steps = {
+        "launch_key": lambda: jit.launch_key(args, META),
+        "repeat lookup": lambda: gemm.launches.get(key),
+        "stream": repeat.stream,
+        "prepared lookup": lambda: repeat.prepared.get((grid, 0)),
+        "prepared launch (ctypes call)": prepared,
+        "kernel[grid](...) (all of it)": lambda: gemm[grid](*args, **META),
+    }
+    return {name: best_us(step, iters) for name, step in steps.items()}
+
+
+def best_us(step: Callable[[], object], iters: int) -> float:
+    step()
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        for _ in range(iters):
+            step()
+        best = min(best, (time.process_time() - start) / iters * 1e6)
+    return best
 
 
 def main() -> int:
@@ -208,13 +215,17 @@ def main() -> int:
         install_mock()
         launchers = tawa_launchers(m, n, k, mock_cuda_tensor, mock=True)
         sync, device_name = (lambda: None), "mock driver (no GPU)"
+        for name, us in steps_us(m, n, k, args.iters).items():
+            print(f"  step: {name:34s} {us:8.2f} us")
     else:
         cuda = lambda t: t.cuda()  # noqa: E731
         launchers = {**tawa_launchers(m, n, k, cuda, mock=False), **triton_launchers(m, n, k)}
         sync, device_name = torch.cuda.synchronize, torch.cuda.get_device_name()
     rows = []
     for name, launch in launchers.items():
-        us = host_us(launch, args.iters, sync)
+        us = host_us(
+            launch, args.iters, sync, time.process_time if args.mock else time.perf_counter
+        )
         rows.append({"launcher": name, "host_us_per_launch": us, "shape": [m, n, k]})
         print(f"{name:40s} {us:8.2f} us/launch")
     args.out.parent.mkdir(parents=True, exist_ok=True)

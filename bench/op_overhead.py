@@ -9,8 +9,9 @@ tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls 
 target is <= 3%). Rows go to RESULTS_DIR/op_overhead.json.
 
 * matmul: f16 4096^3 plain, and with a bias vector and gelu (fused in the epilogue);
-* scaled_mm: fp8 e4m3 4096^3, per-column scales (applied by torch after the kernel: the
-  lowering does not read an f32 vector yet, so this row shows that cost);
+* scaled_mm: fp8 e4m3 4096^3, per-row x per-column scales (both vectors read by the kernel's
+  epilogue) and per-tensor x per-tensor (folded by torch into one [N] vector first); the raw
+  kernel reads the same vectors;
 * attention: bf16 [B, H, S, D] = [4, 32, 4096, 128] causal, and GQA with 8 K/V heads.
 
 `--quick` takes small shapes (a test of the script, not a measurement).
@@ -29,6 +30,7 @@ import torch
 
 import tawa_xdsl
 import tawa_xdsl.ops as ops
+from tawa_xdsl.kernels.gemm import epilogue_arguments
 
 
 def ms_per_call(run: Callable[[], object], calls: int, rounds: int) -> float:
@@ -59,9 +61,9 @@ def matmul_rows(size: int, fused: bool) -> tuple[Callable, Callable, dict]:
     bias = torch.randn(size, device="cuda", dtype=torch.float16) if fused else None
     activation = "gelu" if fused else None
     ops.matmul(a, b, bias=bias, activation=activation)  # tunes this shape
-    key = (size, size, size, "float16", "float16", "float16" if fused else None, activation)
-    config = ops.gemm_tuner("float16").best[key]
-    program = ops.gemm_program(config, "float16", "float16", key[5], activation)
+    form = ops.GemmForm("float16", "float16", "float16" if fused else None, activation=activation)
+    config = ops.gemm_tuner("float16").best[size, size, size, form]
+    program = ops.gemm_program(config, form)
     c = torch.empty(size, size, device="cuda", dtype=torch.float16)
     grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
     args = [a, b_nk, c, size, size, size, *([bias] if fused else [])]
@@ -74,21 +76,28 @@ def matmul_rows(size: int, fused: bool) -> tuple[Callable, Callable, dict]:
     )
 
 
-def scaled_mm_rows(size: int) -> tuple[Callable, Callable, dict]:
+def scaled_mm_rows(size: int, per_tensor: bool) -> tuple[Callable, Callable, dict]:
     a = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
     b_nk = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
-    scale_a = torch.tensor(0.5, device="cuda")
-    scale_b = torch.rand(1, size, device="cuda") + 0.5
-    ops.scaled_mm(a, b_nk.t(), scale_a, scale_b, out_dtype=torch.bfloat16)
-    key = (size, size, size, "float8_e4m3fn", "bfloat16", None, None)
-    config = ops.gemm_tuner("float8_e4m3fn").best[key]
-    program = ops.gemm_program(config, "float8_e4m3fn", "bfloat16")
+    if per_tensor:
+        scale_a, scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    else:
+        scale_a = torch.rand(size, 1, device="cuda") + 0.5
+        scale_b = torch.rand(1, size, device="cuda") + 0.5
+    op = lambda: ops.scaled_mm(a, b_nk.t(), scale_a, scale_b, out_dtype=torch.bfloat16)  # noqa: E731
+    op()  # tunes this shape
+    row_scale, col_scale = ops.scale_vectors(scale_a, scale_b, size, size)
+    form = ops.GemmForm("float8_e4m3fn", "bfloat16", row_scale=row_scale is not None,
+                        col_scale=col_scale is not None)  # fmt: skip
+    config = ops.gemm_tuner("float8_e4m3fn").best[size, size, size, form]
+    program = ops.gemm_program(config, form)
     c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
     grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
+    vectors = epilogue_arguments(row_scale=row_scale, col_scale=col_scale)
+    scales = "per-tensor x per-tensor" if per_tensor else "per-row x per-column"
     row = {"op": "scaled_mm", "shape": [size] * 3, "dtype": "float8_e4m3fn",
-           "epilogue": "per-tensor x per-column scales (torch)", "config": str(config)}  # fmt: skip
-    op = lambda: ops.scaled_mm(a, b_nk.t(), scale_a, scale_b, out_dtype=torch.bfloat16)  # noqa: E731
-    return op, prepared(program, grid, [a, b_nk, c, size, size, size]), row
+           "epilogue": f"{scales} scales", "config": str(config)}  # fmt: skip
+    return op, prepared(program, grid, [a, b_nk, c, size, size, size, *vectors]), row
 
 
 def attention_rows(batch: int, heads: int, kv_heads: int, seq: int) -> tuple:
@@ -118,7 +127,8 @@ def main() -> int:
     cases = [
         lambda: matmul_rows(size, fused=False),
         lambda: matmul_rows(size, fused=True),
-        lambda: scaled_mm_rows(size),
+        lambda: scaled_mm_rows(size, per_tensor=False),
+        lambda: scaled_mm_rows(size, per_tensor=True),
         lambda: attention_rows(4, 32, 32, seq),
         lambda: attention_rows(4, 32, 8, seq),
     ]
@@ -129,8 +139,9 @@ def main() -> int:
         row["raw_ms"] = ms_per_call(raw, args.calls, args.rounds)
         row["overhead"] = row["op_ms"] / row["raw_ms"] - 1
         rows.append(row)
-        print(f"{row['op']:10s} {str(row['shape']):22s} op {row['op_ms']:.4f} ms  "
-              f"raw {row['raw_ms']:.4f} ms  overhead {row['overhead']:+.1%}")  # fmt: skip
+        print(f"{row['op']:10s} {str(row['shape']):22s} {row.get('epilogue', ''):30s} "
+              f"op {row['op_ms']:.4f} ms  raw {row['raw_ms']:.4f} ms  "
+              f"overhead {row['overhead']:+.1%}")  # fmt: skip
     args.results_dir.mkdir(parents=True, exist_ok=True)
     out = args.results_dir / "op_overhead.json"
     out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))

@@ -26,10 +26,10 @@ host tensor is read and written in place. A repeated launch with arguments of th
 skips binding and specialization (`JITFunction.dispatch`, keyed by the argument types and the
 constexpr values). On the GPU a launch whose descriptors are all over device tensors is keyed
 once more by everything its packed parameters depend on (`launch_key`: addresses, shapes,
-strides, block shapes, scalar values), so a repeat with the same grid and stream is one dict
-lookup and the prepared cuLaunchKernelEx (`JITFunction.run_on_gpu`); anything else reuses the
-prepared launches of `runtime.dispatch`. PTX is
-compiled once per machine: `compiler.compile_cached` keeps it on disk.
+strides, block shapes, scalar values), so a repeat with the same grid and stream is two dict
+lookups and the prepared cuLaunchKernelEx (`RepeatLaunch`), without choosing the backend
+again; anything else reuses the prepared launches of `runtime.dispatch`. PTX is compiled once
+per machine: `compiler.compile_cached` keeps it on disk.
 """
 
 from __future__ import annotations
@@ -61,10 +61,10 @@ from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.runtime import gpu_available
 from tawa_xdsl.runtime.dispatch import (
     LaunchCache,
-    current_torch_stream,
     gpu_launch,
     host_descriptor,
     is_descriptor,
+    torch_stream_reader,
 )
 from tawa_xdsl.runtime.memory import DeviceArray
 from tawa_xdsl.runtime.tensors import is_torch_tensor
@@ -354,6 +354,10 @@ class JITFunction:
             for name, param in self.signature.parameters.items()
             if param.default is not inspect.Parameter.empty
         }
+        self.meta_defaults = {
+            name: value.value if isinstance(value, tl.constexpr) else value
+            for name, value in self.defaults.items()
+        }
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
         self.dispatch: dict[tuple[Any, ...], DispatchEntry] = {}
         self.launches: dict[tuple[Any, ...], RepeatLaunch] = {}
@@ -371,10 +375,7 @@ class JITFunction:
         )
 
     def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
-        def launch(*args: Any, **kwargs: Any) -> CompiledKernel:
-            return self.run(*args, grid=grid, **kwargs)
-
-        return launch
+        return functools.partial(self.launch, grid)
 
     # ------------------------------------------------------------------------- binding
 
@@ -445,51 +446,43 @@ class JITFunction:
     # ------------------------------------------------------------------------- launching
 
     def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
-        interpret = kwargs.pop("interpret", self.interpret)
-        stream = kwargs.pop("stream", None)
+        """Triton's spelling of `kernel[grid](*args, **kwargs)`."""
+        return self.launch(grid, *args, **kwargs)
+
+    def launch(self, grid: Grid, *args: Any, **kwargs: Any) -> CompiledKernel:
+        """`kernel[grid](*args, **kwargs)`. A repeat of a GPU launch (the same `launch_key`)
+        goes straight to its `RepeatLaunch`, without choosing the backend again (the
+        interpret variables are read when a launch is first seen)."""
+        if "interpret" in kwargs or "stream" in kwargs:
+            interpret = kwargs.pop("interpret", self.interpret)
+            stream = kwargs.pop("stream", None)
+        else:
+            interpret, stream = self.interpret, None
+        key = None if interpret else launch_key(args, kwargs)
+        if key is not None:
+            repeat = self.launches.get(key)
+            if repeat is not None:
+                return repeat.launch(self, grid, args, kwargs, stream)
         backend = select_backend(interpret)
-        if backend is gpu_launch:
-            key = launch_key(args, kwargs)
-            if key is not None:
-                return self.run_on_gpu(key, args, kwargs, grid, stream)
+        if backend is gpu_launch and key is not None:
+            return self.repeat_launch(key, args, kwargs).launch(self, grid, args, kwargs, stream)
         entry = self.entry_for(args, kwargs)
         if callable(grid):
             grid = grid(entry.meta(self, args, kwargs))
         backend(entry.compiled, grid_tuple(grid), entry.runtime_args(args, kwargs), stream)
         return entry.compiled
 
-    def run_on_gpu(
-        self, key: tuple[Any, ...], args: Sequence[Any], kwargs: dict[str, Any], grid: Grid,
-        stream: Any,
-    ) -> CompiledKernel:  # fmt: skip
-        """A GPU launch whose arguments are all device tensors and plain values: a repeat of
-        an earlier launch with the same `launch_key`, grid and stream is one dict lookup and
-        the prepared cuLaunchKernelEx."""
-        repeat = self.launches.get(key)
-        if repeat is None:
-            entry = self.entry_for(args, kwargs)
-            repeat = RepeatLaunch(entry, torch_device(args))
-            if len(self.launches) >= MAX_REPEAT_LAUNCHES:
-                del self.launches[next(iter(self.launches))]
-            self.launches[key] = repeat
-        if callable(grid):
-            grid = grid(repeat.entry.meta(self, args, kwargs))
-        handle = stream_handle(stream, repeat.torch_device)
-        try:
-            prepared = repeat.prepared.get((grid, handle))
-        except TypeError:  # an unhashable grid (a list): launch without remembering it
-            prepared, grid = None, grid_tuple(grid)
-        if prepared is not None:
-            self.repeat_hits += 1
-            prepared()
-            return repeat.entry.compiled
-        runtime = repeat.entry.runtime_args(args, kwargs)
-        prepared = gpu_launch(repeat.entry.compiled, grid_tuple(grid), runtime, handle)
-        if prepared is not None and not isinstance(grid, list):
-            if len(repeat.prepared) >= MAX_REPEAT_LAUNCHES:
-                repeat.prepared.clear()
-            repeat.prepared[grid, handle] = prepared
-        return repeat.entry.compiled
+    def repeat_launch(
+        self, key: tuple[Any, ...], args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> RepeatLaunch:
+        """The `RepeatLaunch` of a new launch key (its arguments all device tensors and plain
+        values), the oldest forgotten past `MAX_REPEAT_LAUNCHES`."""
+        wrapped = any(isinstance(v, tl.constexpr) for v in (*args, *kwargs.values()))
+        repeat = RepeatLaunch(self.entry_for(args, kwargs), current_stream(args), wrapped)
+        if len(self.launches) >= MAX_REPEAT_LAUNCHES:
+            del self.launches[next(iter(self.launches))]
+        self.launches[key] = repeat
+        return repeat
 
     def entry_for(self, args: Sequence[Any], kwargs: dict[str, Any]) -> DispatchEntry:
         """The dispatch entry of a launch (bound, specialized and compiled on the first)."""
@@ -586,78 +579,118 @@ MAX_REPEAT_LAUNCHES = 256
 
 @dataclass
 class RepeatLaunch:
-    """What a repeated GPU launch needs beyond its `launch_key`: the dispatch entry, the torch
-    device of its tensors (for torch's current stream), and the prepared launches by (grid,
-    stream)."""
+    """What a repeated GPU launch needs beyond its `launch_key`: the dispatch entry, how to
+    read the stream it runs on when `stream=` is not given (torch's current stream on the
+    tensors' device, the raw getter bound once; else the default stream), and the prepared
+    launches by (grid, stream)."""
 
     entry: DispatchEntry
-    torch_device: int | None
+    stream: Callable[[], int]
+    wrapped: bool  # an argument is a tl.constexpr (the launch key says so: fixed per key)
     prepared: dict[tuple[Any, int], Any] = field(default_factory=dict)
+
+    def launch(
+        self, fn: JITFunction, grid: Grid, args: Sequence[Any], kwargs: dict[str, Any],
+        stream: Any,
+    ) -> CompiledKernel:  # fmt: skip
+        """Run the prepared launch of (grid, stream), preparing it on first use."""
+        if callable(grid):
+            if self.wrapped:
+                grid = grid(self.entry.meta(fn, args, kwargs))
+            else:  # the meta dict without looking for constexpr wrappers
+                meta = dict(fn.meta_defaults)
+                meta.update(zip(fn.param_names, args, strict=False))
+                meta.update(kwargs)
+                grid = grid(meta)
+        handle = self.stream() if stream is None else stream_handle(stream)
+        try:
+            prepared = self.prepared.get((grid, handle))
+        except TypeError:  # an unhashable grid (a list): launch without remembering it
+            prepared, grid = None, grid_tuple(grid)
+        if prepared is not None:
+            fn.repeat_hits += 1
+            prepared()
+            return self.entry.compiled
+        runtime = self.entry.runtime_args(args, kwargs)
+        prepared = gpu_launch(self.entry.compiled, grid_tuple(grid), runtime, handle)
+        if prepared is not None and not isinstance(grid, list):
+            if len(self.prepared) >= MAX_REPEAT_LAUNCHES:
+                self.prepared.clear()
+            self.prepared[grid, handle] = prepared
+        return self.entry.compiled
 
 
 # The types whose values `launch_key` takes as they are (with the type: 1, 1.0 and True are
 # equal as dict keys but not as kernel arguments).
-PLAIN_VALUES = (int, float, bool, str, type(None))
+PLAIN_VALUES = frozenset((int, float, bool, str, type(None)))
 
 
 def launch_item(value: Any) -> Hashable | None:
-    """One argument's part of a launch key: all that its specialization and its packed
-    parameter bytes depend on. A descriptor over a torch CUDA tensor or a DeviceArray: element
-    type, block shape, address, shape, strides; a plain value: its type and value. None for
-    anything else (the launch then takes the general path)."""
+    """The key of an argument that is neither a plain value nor a descriptor: a constexpr
+    wrapper's value, a dtype; None for anything else (the launch then takes the general
+    path)."""
     kind = value.__class__
     if kind in PLAIN_VALUES:
         return kind, value
-    if kind is TensorDescriptor:
-        base = value.base
-        block = tuple(value.block_shape)
-        if base.__class__ is DeviceArray:
-            view = base.view
-            return value.element_type, block, view.pointer, view.shape, view.strides
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(base, torch.Tensor) and base.is_cuda:
-            return value.element_type, block, base.data_ptr(), base.shape, base.stride()
-        return None
     if kind is tl.constexpr:
-        return launch_item(value.value)
+        return tl.constexpr, launch_item(value.value)
     if isinstance(value, tl.dtype):
         return kind, str(value)
     return None
 
 
 def launch_key(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """The key of a GPU launch's `RepeatLaunch` (None when an argument has no `launch_item`).
-    Plain values go in as (type, value) pairs inline: this runs on every launch."""
-    key: list[Any] = [len(args), tuple(kwargs)]
-    append = key.append
+    """The key of a GPU launch's `RepeatLaunch`: all that its specialization and its packed
+    parameter bytes depend on, or None when an argument is none of these (the launch then
+    takes the general path). Runs on every launch, so the items go in flat: an int as itself
+    (its value also decides int32 or int64); a descriptor over a torch CUDA tensor or a
+    DeviceArray as five entries, its element type (a str), block shape, address, shape and
+    strides; any other plain value as (type, value) and anything else as its `launch_item`,
+    both tuples. A bare str always begins a descriptor's five, so two different argument
+    lists never give one key."""
+    key: list[Any] = [len(args), *kwargs]
+    append, extend = key.append, key.extend
+    torch = sys.modules.get("torch")
+    tensor_type = None if torch is None else torch.Tensor
     for value in (*args, *kwargs.values()):
         kind = value.__class__
-        if kind in PLAIN_VALUES:
-            append(kind)
+        if kind is int:
             append(value)
-            continue
-        item = launch_item(value)
-        if item is None:
-            return None
-        append(item)
+        elif kind is TensorDescriptor:
+            base = value.base
+            if base.__class__ is DeviceArray:
+                view = base.view
+                layout = (view.pointer, view.shape, view.strides)
+            elif tensor_type is not None and isinstance(base, tensor_type) and base.is_cuda:
+                layout = (base.data_ptr(), base.shape, base.stride())
+            else:
+                return None
+            extend((value.element_type, tuple(value.block_shape), *layout))
+        elif kind in PLAIN_VALUES:
+            append((kind, value))
+        else:
+            item = launch_item(value)
+            if item is None:
+                return None
+            append(item)
     return tuple(key)
 
 
-def torch_device(args: Sequence[Any]) -> int | None:
-    """The device index of the first torch CUDA tensor behind a descriptor argument."""
+def current_stream(args: Sequence[Any]) -> Callable[[], int]:
+    """How to read the stream of a launch without `stream=`: torch's current stream on the
+    device of the first torch CUDA tensor behind a descriptor argument, else the default
+    stream (0)."""
     torch = sys.modules.get("torch")
     for value in args:
         base = getattr(value, "base", None)
         if torch is not None and isinstance(base, torch.Tensor) and base.is_cuda:
-            return base.get_device()
-    return None
+            return torch_stream_reader(base.get_device())
+    return int
 
 
-def stream_handle(stream: Any, device: int | None) -> int:
-    """`stream=` as a handle; else torch's current stream on `device`, or the default one."""
-    if stream is not None:
-        return int(getattr(stream, "cuda_stream", stream) or 0)
-    return 0 if device is None else current_torch_stream(device)
+def stream_handle(stream: Any) -> int:
+    """`stream=` as a handle (an int, or an object with `.cuda_stream`)."""
+    return int(getattr(stream, "cuda_stream", stream) or 0)
 
 
 def _hashable(value: Any) -> Any:

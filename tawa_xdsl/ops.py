@@ -14,19 +14,22 @@ interpreter (slow; for tests and debugging).
 
 The kernels are the library's (`tawa_xdsl.kernels.gemm`, `tawa_xdsl.kernels.attention`),
 reached through one adapter function each (`gemm_module`, `gemm_configs`, `attention_module`).
-The GEMM's epilogue adds a bias vector of N elements and applies the activation before C is
-rounded; attention with fewer K/V heads (GQA) reads K/V head h // group in the kernel. Inputs
-are used as they are when contiguous (b as a transposed view of an [N, K] tensor), and the
-prepared launches (tensor maps, parameter buffers) are cached per address and shape
-(`runtime.dispatch.LaunchCache`). Applied by torch after the kernel, because the GEMM's
-lowering does not read them yet: a bias of another shape ([M, 1] or [M, N]) and the fp8
-scales of `scaled_mm` (an f32 vector read without a conversion is not lowered).
+The GEMM's epilogue (in f32, before C is rounded) multiplies by the f32 scale vectors of
+`scaled_mm` (per row of C, per column), adds the bias vector of `matmul` (M elements: one per
+row, or N: one per column) and applies the activation; attention with fewer K/V heads (GQA)
+reads K/V head h // group in the kernel. Inputs are used as they are when contiguous (b as a
+transposed view of an [N, K] tensor), and the prepared launches (tensor maps, parameter
+buffers) are cached per address and shape (`runtime.dispatch.LaunchCache`). What torch does
+around the kernel: a per-tensor fp8 scale is folded into the other operand's scale vector
+(one elementwise kernel of M or N elements; none when both scales are vectors), and a bias
+of another shape ([M, N]) or type is added after the kernel.
 
 This module imports without torch; calling an op without it raises ModuleNotFoundError.
 """
 
 import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from tawa_xdsl import cdiv
@@ -45,16 +48,32 @@ ACTIVATIONS = ("relu", "gelu", "silu")
 # ---------------------------------------------------------------------- kernel adapters
 
 
-def gemm_module(
-    config: Any, dtype: str, out_dtype: str, bias_dtype: str | None, activation: str | None
-) -> Any:
-    """The tile module of C = act(A @ B^T + bias) (A [M, K], B [N, K], bias [N] when
-    `bias_dtype` is given) for one autotune config."""
+@dataclass(frozen=True)
+class GemmForm:
+    """What a GEMM program is specialized on besides its config: the element types of A/B and
+    C, and its epilogue (a bias vector's type and axis, f32 scale vectors, the activation)."""
+
+    dtype: str
+    out_dtype: str
+    bias_dtype: str | None = None
+    bias_rows: bool = False  # the bias has M elements (one per row of C), else N
+    row_scale: bool = False
+    col_scale: bool = False
+    activation: str | None = None
+
+
+def gemm_module(config: Any, form: GemmForm) -> Any:
+    """The tile module of C = act(A @ B^T * row_scale * col_scale + bias) (A [M, K], B [N, K])
+    for one autotune config; its vectors follow (a, b, c, m, n, k) as
+    `kernels.gemm.epilogue_arguments` orders them."""
     import tawa_xdsl.language as tl
     from tawa_xdsl.kernels.gemm import config_tile_ir
 
-    bias = None if bias_dtype is None else TL_TYPES[bias_dtype](tl)
-    return config_tile_ir(config, TL_TYPES[dtype](tl), TL_TYPES[out_dtype](tl), bias, activation)
+    bias = None if form.bias_dtype is None else TL_TYPES[form.bias_dtype](tl)
+    return config_tile_ir(
+        config, TL_TYPES[form.dtype](tl), TL_TYPES[form.out_dtype](tl), bias, form.activation,
+        bias_rows=form.bias_rows, row_scale=form.row_scale, col_scale=form.col_scale,
+    )  # fmt: skip
 
 
 def gemm_configs(dtype: str) -> list[Any]:
@@ -84,6 +103,7 @@ def attention_module(
 
 
 TL_TYPES = {
+    "float32": lambda tl: tl.float32,
     "float16": lambda tl: tl.float16,
     "bfloat16": lambda tl: tl.bfloat16,
     "float8_e4m3fn": lambda tl: tl.float8e4nv,
@@ -95,11 +115,8 @@ TL_TYPES = {
 
 
 @functools.cache
-def gemm_program(
-    config: Any, dtype: str, out_dtype: str, bias_dtype: str | None = None,
-    activation: str | None = None,
-) -> tuple[Any, Any]:  # fmt: skip
-    return gemm_module(config, dtype, out_dtype, bias_dtype, activation), config.compile_options
+def gemm_program(config: Any, form: GemmForm) -> tuple[Any, Any]:
+    return gemm_module(config, form), config.compile_options
 
 
 @functools.cache
@@ -178,24 +195,21 @@ def gemm_tuner(dtype: str) -> Any:
     return Autotuner(gemm_kernel_launch, gemm_configs(dtype), key=[])
 
 
-def gemm_kernel_launch(
-    a: Any, b_nk: Any, c: Any, bias: Any = None, activation: str | None = None
-) -> None:
-    """C = act(A @ B^T + bias) on contiguous [M, K], [N, K], [M, N] and [N] tensors, the
-    config autotuned per shape on the GPU (the first config in the interpreter)."""
+def gemm_kernel_launch(a: Any, b_nk: Any, c: Any, form: GemmForm, vectors: list[Any]) -> None:
+    """C = epilogue(A @ B^T) on contiguous [M, K], [N, K] and [M, N] tensors, with the
+    epilogue's vectors of `form` (in `epilogue_arguments` order), the config autotuned per
+    shape on the GPU (the first config in the interpreter)."""
     (m, k), n = a.shape, b_nk.shape[0]
-    dtype, out = dtype_of(a), dtype_of(c)
-    bias_dtype = None if bias is None else dtype_of(bias)
-    args = [a, b_nk, c, m, n, k] + ([] if bias is None else [bias])
+    args = [a, b_nk, c, m, n, k, *vectors]
 
     def launcher(config: Any) -> Any:
-        program = gemm_program(config, dtype, out, bias_dtype, activation)
+        program = gemm_program(config, form)
         grid = (cdiv(m, config.kwargs["BLOCK_M"]) * cdiv(n, config.kwargs["BLOCK_N"]), 1, 1)
         return lambda: run_program(program, grid, args)
 
-    tuner = gemm_tuner(dtype)
+    tuner = gemm_tuner(form.dtype)
     if a.is_cuda:
-        config = tuner.tune((m, n, k, dtype, out, bias_dtype, activation), launcher)
+        config = tuner.tune((m, n, k, form), launcher)
     else:
         config = tuner.configs[0]
     launcher(config)()
@@ -220,17 +234,26 @@ def k_major(b: Any) -> Any:
     return bt if bt.is_contiguous() else bt.contiguous()
 
 
-def column_bias(bias: Any, n: int) -> Any:
-    """`bias` as the [N] f16/bf16 vector the GEMM epilogue reads, or None when it is another
-    shape or type (torch then adds it after the kernel)."""
-    if bias is None or dtype_of(bias) not in ("float16", "bfloat16"):
-        return None
-    if tuple(bias.shape) not in ((n,), (1, n)):
-        return None
-    vector = bias.reshape(n)
-    if vector.stride(0) != 1 or vector.data_ptr() % 16:  # TMA: contiguous, 16-byte aligned
+def vector_operand(vector: Any) -> Any:
+    """A 1-D tensor as the TMA reads it: contiguous and 16-byte aligned (copied if not)."""
+    if vector.stride(0) != 1 or vector.data_ptr() % 16:
         vector = vector.clone()
     return vector
+
+
+def bias_vector(bias: Any, m: int, n: int) -> tuple[Any, bool]:
+    """(`bias` as the vector the GEMM epilogue adds, whether it runs along the rows), or (None,
+    False) for a bias the kernel does not read (another shape or type: torch adds it). N
+    elements ([N], [1, N]) are one per column, as torch broadcasts them (also when M = N); M
+    elements ([M], [M, 1]) one per row."""
+    if bias is None or dtype_of(bias) not in ("float16", "bfloat16", "float32"):
+        return None, False
+    shape = tuple(bias.shape)
+    if shape in ((n,), (1, n)):
+        return vector_operand(bias.reshape(n)), False
+    if shape in ((m,), (m, 1)):
+        return vector_operand(bias.reshape(m)), True
+    return None, False
 
 
 def epilogue(c: Any, bias: Any, activation: str | None) -> Any:
@@ -266,13 +289,17 @@ def matmul_impl(
 ) -> Any:
     check_matrices("matmul", a, b, ("float16", "bfloat16"))
     check_activation(activation)
+    m, n = a.shape[0], b.shape[1]
     out = out_dtype_name(out_dtype, dtype_of(a))
-    c = torch.empty(a.shape[0], b.shape[1], dtype=getattr(torch, out), device=a.device)
-    vector = column_bias(bias, b.shape[1])
+    c = torch.empty(m, n, dtype=getattr(torch, out), device=a.device)
+    vector, rows = bias_vector(bias, m, n)
     if bias is not None and vector is None:
-        gemm_kernel_launch(a.contiguous(), k_major(b), c)
+        gemm_kernel_launch(a.contiguous(), k_major(b), c, GemmForm(dtype_of(a), out), [])
         return epilogue(c, bias, activation)
-    gemm_kernel_launch(a.contiguous(), k_major(b), c, vector, activation)
+    bias_dtype = None if vector is None else dtype_of(vector)
+    form = GemmForm(dtype_of(a), out, bias_dtype, rows, activation=activation)
+    vectors = [] if vector is None else [vector]
+    gemm_kernel_launch(a.contiguous(), k_major(b), c, form, vectors)
     return c
 
 
@@ -285,29 +312,69 @@ def matmul_fake(
     return a.new_empty(a.shape[0], b.shape[1], dtype=getattr(torch, out))
 
 
-def scale_factor(scale: Any, rows: int, cols: int, which: str) -> Any:
-    """A per-tensor ([] or [1]), per-row ([M, 1]) or per-column ([1, N]) fp32 scale."""
+def scale_kind(scale: Any, rows: int, cols: int, which: str) -> str:
+    """ "tensor" ([] or one element), "rows" ([M, 1], or [M] for scale_a) or "cols" ([1, N],
+    or [N] for scale_b): what an fp8 scale multiplies; ValueError in one line otherwise."""
     shape = tuple(scale.shape)
-    if scale.numel() == 1 or shape in ((rows, 1), (1, cols)):
-        return scale.float().reshape(shape if scale.numel() > 1 else ())
+    if scale.numel() == 1:
+        return "tensor"
+    if shape == (rows, 1) or (which == "scale_a" and shape == (rows,)):
+        return "rows"
+    if shape == (1, cols) or (which == "scale_b" and shape == (cols,)):
+        return "cols"
+    vector = f"[{rows}]" if which == "scale_a" else f"[{cols}]"
     raise ValueError(
-        f"tawa.scaled_mm: {which} must be per-tensor, [{rows}, 1] or [1, {cols}], got {list(shape)}"
+        f"tawa.scaled_mm: {which} must be per-tensor, {vector}, [{rows}, 1] or [1, {cols}], "
+        f"got {list(shape)}"
     )
+
+
+def scale_vectors(scale_a: Any, scale_b: Any, m: int, n: int) -> tuple[Any, Any]:
+    """(row scale [M] or None, column scale [N] or None), f32, whose product is scale_a *
+    scale_b: vectors as they are, per-tensor scales folded into a vector by one elementwise
+    product (into the column vector when there is one; both per-tensor: an [N] vector)."""
+    factors: dict[str, list[Any]] = {"tensor": [], "rows": [], "cols": []}
+    for scale, which in ((scale_a, "scale_a"), (scale_b, "scale_b")):
+        kind = scale_kind(scale, m, n, which)
+        length = {"tensor": 1, "rows": m, "cols": n}[kind]
+        factors[kind].append(scale.reshape(length).float())
+    rows, cols = factors["rows"], factors["cols"]
+    if not rows and not cols:
+        cols = [factors["tensor"].pop().expand(n)]
+    (rows if rows and not cols else cols).extend(factors["tensor"])
+    return product_vector(rows), product_vector(cols)
+
+
+def product_vector(factors: list[Any]) -> Any:
+    """The elementwise product of 1-D f32 tensors (one broadcasting kernel), or None."""
+    if not factors:
+        return None
+    vector = factors[0]
+    for factor in factors[1:]:
+        vector = vector * factor
+    return vector_operand(vector.contiguous() if vector.stride(0) == 0 else vector)
 
 
 def scaled_mm_impl(a: Any, b: Any, scale_a: Any, scale_b: Any, out_dtype: Any = None) -> Any:
     check_matrices("scaled_mm", a, b, ("float8_e4m3fn", "float8_e5m2"))
     m, n = a.shape[0], b.shape[1]
-    sa = scale_factor(scale_a, m, n, "scale_a")
-    sb = scale_factor(scale_b, m, n, "scale_b")
+    row_scale, col_scale = scale_vectors(scale_a, scale_b, m, n)
     out = out_dtype_name(out_dtype, "bfloat16")
-    c = torch.empty(m, n, dtype=torch.bfloat16, device=a.device)
-    gemm_kernel_launch(a.contiguous(), k_major(b), c)
-    return (c.float() * sa * sb).to(getattr(torch, out))
+    c = torch.empty(m, n, dtype=getattr(torch, out), device=a.device)
+    form = GemmForm(
+        dtype_of(a), out, row_scale=row_scale is not None, col_scale=col_scale is not None
+    )
+    from tawa_xdsl.kernels.gemm import epilogue_arguments
+
+    vectors = epilogue_arguments(row_scale=row_scale, col_scale=col_scale)
+    gemm_kernel_launch(a.contiguous(), k_major(b), c, form, vectors)
+    return c
 
 
 def scaled_mm_fake(a: Any, b: Any, scale_a: Any, scale_b: Any, out_dtype: Any = None) -> Any:
     check_matrices("scaled_mm", a, b, ("float8_e4m3fn", "float8_e5m2"))
+    for scale, which in ((scale_a, "scale_a"), (scale_b, "scale_b")):
+        scale_kind(scale, a.shape[0], b.shape[1], which)
     out = out_dtype_name(out_dtype, "bfloat16")
     return a.new_empty(a.shape[0], b.shape[1], dtype=getattr(torch, out))
 
@@ -417,13 +484,18 @@ def matmul(
     a: Any, b: Any, *, bias: Any = None, activation: str | None = None, out_dtype: Any = None
 ) -> Any:
     """activation(a @ b + bias) for f16/bf16 a [M, K], b [K, N]; "gelu" is its tanh form
-    (`F.gelu(approximate="tanh")`); a bias of N elements is added in the kernel's epilogue."""
+    (`F.gelu(approximate="tanh")`). A bias of N elements ([N], [1, N]: per column) or M ([M],
+    [M, 1]: per row) of f16, bf16 or f32 is added in the kernel's epilogue, [N] first when
+    M = N; any other bias by torch after the kernel."""
     require_torch()
     return torch.ops.tawa.matmul(a, b, bias, activation, out_dtype)
 
 
 def scaled_mm(a: Any, b: Any, scale_a: Any, scale_b: Any, *, out_dtype: Any = None) -> Any:
-    """(a @ b) * scale_a * scale_b for fp8 a [M, K], b [K, N], per-tensor/row/column scales."""
+    """(a @ b) * scale_a * scale_b for fp8 a [M, K], b [K, N], in f32 in the kernel's epilogue
+    before C is rounded to `out_dtype` (bf16 by default, or f16). Each scale is f32 per-tensor
+    ([] or one element), per row ([M, 1], or [M] for scale_a) or per column ([1, N], or [N]
+    for scale_b)."""
     require_torch()
     return torch.ops.tawa.scaled_mm(a, b, scale_a, scale_b, out_dtype)
 

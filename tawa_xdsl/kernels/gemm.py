@@ -7,9 +7,13 @@ are the descriptors': f16 or bf16 in and the same out, or fp8 (e4m3, e5m2) in an
 f16 out; the accumulator is rounded once, to C's type. Launch on
 grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), 1, 1) with arguments (a, b, c, M, N, K).
 
-The epilogue may add a bias vector of N elements (`bias_desc`, a 1-D descriptor with block
-[BLOCK_N]; None compiles it out) and apply an activation (`ACTIVATION`: None, "relu", "silu",
-or "gelu" in its tanh form), in f32 before C is rounded: C = act(A @ B^T + bias).
+The epilogue works on the f32 accumulator before C is rounded, each step compiled out when its
+argument is None: it multiplies by an f32 scale per row (`row_scale_desc`, M elements, block
+[BLOCK_M]) and per column (`col_scale_desc`, N elements, block [BLOCK_N]), adds a bias per
+row (`row_bias_desc`, M elements) and per column (`bias_desc`, N elements; f16, bf16 or f32),
+and applies an activation (`ACTIVATION`: None, "relu", "silu", or "gelu" in its tanh form):
+C = act(A @ B^T * row_scale[:, None] * col_scale[None, :] + row_bias[:, None] + bias[None, :]).
+The vectors follow (a, b, c, m, n, k) in that order (`epilogue_arguments`).
 
 FP8 takes BLOCK_K = 128 (wgmma k32, both operands K-major): one slot row is then exactly the
 128-byte swizzle span. TMA needs 16-byte row strides, so K must be a multiple of 16 for fp8.
@@ -25,6 +29,7 @@ bench/gemm.py tunes over; `configs_for(dtype)` picks the list.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -36,6 +41,7 @@ from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 
 INPUT_DTYPES = (tl.float16, tl.bfloat16, tl.float8e4nv, tl.float8e5)
 OUTPUT_DTYPES = (tl.float16, tl.bfloat16)
+BIAS_DTYPES = (tl.float16, tl.bfloat16, tl.float32)
 ACTIVATIONS = (None, "relu", "gelu", "silu")
 
 
@@ -76,6 +82,7 @@ def gemm(
     a_desc, b_desc, c_desc, m, n, k,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, bias_desc=None, ACTIVATION: tl.constexpr = None,
+    row_bias_desc=None, row_scale_desc=None, col_scale_desc=None,
 ):  # fmt: skip
     pid = tl.program_id(0)
     pid_m, pid_n = grouped_tile(pid, m, n, BLOCK_M, BLOCK_N, GROUP_M)
@@ -88,7 +95,13 @@ def gemm(
         a = a_desc.load([off_m, off_k])
         b = b_desc.load([off_n, off_k])
         acc = tl.dot(a, b.T, acc)
-    if bias_desc is not None:  # a bias per column of C, in A's element type
+    if row_scale_desc is not None:  # an f32 scale per row of C (fp8 per-token)
+        acc = acc * row_scale_desc.load([off_m])[:, None]
+    if col_scale_desc is not None:  # an f32 scale per column of C (fp8 per-channel)
+        acc = acc * col_scale_desc.load([off_n])[None, :]
+    if row_bias_desc is not None:  # a bias per row of C
+        acc = acc + row_bias_desc.load([off_m]).to(tl.float32)[:, None]
+    if bias_desc is not None:  # a bias per column of C
         acc = acc + tl.expand_dims(bias_desc.load([off_n]).to(tl.float32), 0)
     acc = activate(acc, ACTIVATION)
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
@@ -108,20 +121,30 @@ def gemm_tile_ir(
     out_dtype: tl.dtype | None = None,
     bias_dtype: tl.dtype | None = None,
     activation: str | None = None,
+    bias_rows: bool = False,
+    row_scale: bool = False,
+    col_scale: bool = False,
 ) -> ModuleOp:
     """The tile IR of `gemm` for one tile shape and input type (a fresh module); C is
-    `out_dtype`, by default `default_out_dtype(dtype)`; with `bias_dtype` the kernel takes a
-    bias vector of N elements of that type (its last argument), and applies `activation`."""
+    `out_dtype`, by default `default_out_dtype(dtype)`. With `bias_dtype` the kernel takes a
+    bias vector of that type, of M elements (`bias_rows`) or N; with `row_scale` / `col_scale`
+    f32 scale vectors of M / N elements; the vectors are its last arguments, in the order of
+    `epilogue_arguments`. `activation` is applied last."""
     if dtype not in INPUT_DTYPES:
         raise ValueError(f"gemm: dtype must be float16, bfloat16 or fp8, got {dtype}")
     out = out_dtype or default_out_dtype(dtype)
     if out not in OUTPUT_DTYPES:
         raise ValueError(f"gemm: out_dtype must be float16 or bfloat16, got {out}")
-    if bias_dtype is not None and bias_dtype not in OUTPUT_DTYPES:
-        raise ValueError(f"gemm: bias_dtype must be float16 or bfloat16, got {bias_dtype}")
+    if bias_dtype is not None and bias_dtype not in BIAS_DTYPES:
+        raise ValueError(f"gemm: bias_dtype must be float16, bfloat16 or float32, got {bias_dtype}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r}")
-    bias = None if bias_dtype is None else DescriptorArg(bias_dtype, (block_n,))
+    rows, cols = DescriptorArg(tl.float32, (block_m,)), DescriptorArg(tl.float32, (block_n,))
+    bias = (
+        None
+        if bias_dtype is None
+        else DescriptorArg(bias_dtype, (block_m if bias_rows else block_n,))
+    )
     kernel = gemm.compile(
         DescriptorArg(dtype, (block_m, block_k)),
         DescriptorArg(dtype, (block_n, block_k)),
@@ -133,10 +156,21 @@ def gemm_tile_ir(
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         GROUP_M=group_m,
-        bias_desc=bias,
+        bias_desc=None if bias_rows else bias,
         ACTIVATION=activation,
+        row_bias_desc=bias if bias_rows else None,
+        row_scale_desc=rows if row_scale else None,
+        col_scale_desc=cols if col_scale else None,
     )
     return kernel.module.clone()
+
+
+def epilogue_arguments(
+    bias: Any = None, row_bias: Any = None, row_scale: Any = None, col_scale: Any = None
+) -> list[Any]:
+    """The epilogue's vectors that are given, in the order `gemm` takes them after (a, b, c,
+    m, n, k): the column bias, the row bias, the row scale, the column scale."""
+    return [v for v in (bias, row_bias, row_scale, col_scale) if v is not None]
 
 
 def config_tile_ir(
@@ -145,12 +179,14 @@ def config_tile_ir(
     out_dtype: tl.dtype | None = None,
     bias_dtype: tl.dtype | None = None,
     activation: str | None = None,
+    **vectors: bool,
 ) -> ModuleOp:
-    """`gemm_tile_ir` for the block sizes (and GROUP_M) of `config`."""
+    """`gemm_tile_ir` for the block sizes (and GROUP_M) of `config`; `vectors` are its
+    `bias_rows`, `row_scale` and `col_scale`."""
     kw = config.kwargs
     return gemm_tile_ir(
         kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], dtype, kw.get("GROUP_M", 8), out_dtype,
-        bias_dtype, activation,
+        bias_dtype, activation, **vectors,
     )  # fmt: skip
 
 
@@ -161,11 +197,12 @@ def compile_gemm(
     verify: bool = True,
     bias_dtype: tl.dtype | None = None,
     activation: str | None = None,
+    **vectors: bool,
 ) -> CompiledKernel:
     """`gemm` for `config`'s blocks taken to PTX with its launch options; `verify=False`
-    skips the ring proofs (CPU work the unit tests do)."""
+    skips the ring proofs (CPU work the unit tests do); `vectors` as `config_tile_ir`."""
     options = dataclasses.replace(options_from_launch(config.options()), verify=verify)
-    module = config_tile_ir(config, dtype, out_dtype, bias_dtype, activation)
+    module = config_tile_ir(config, dtype, out_dtype, bias_dtype, activation, **vectors)
     return compile_to_ptx(module, options)
 
 

@@ -19,6 +19,7 @@ current stream when an argument is a torch CUDA tensor, else the default stream.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tawa_xdsl.runtime.memory import is_device_tensor
+from tawa_xdsl.runtime.memory import is_device_tensor, layout_key
 from tawa_xdsl.runtime.tensors import host_array, is_torch_tensor
 
 
@@ -46,22 +47,12 @@ def is_descriptor(value: Any) -> bool:
     return hasattr(value, "block_shape") and getattr(value, "base", None) is not None
 
 
-def tensor_key(tensor: Any) -> Hashable:
-    """What a tensor map over `tensor` encodes: address, element type, shape, strides."""
-    if is_torch_tensor(tensor):
-        return tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride()
-    from tawa_xdsl.runtime.memory import describe
-
-    view = describe(tensor)
-    return view.pointer, view.dtype, view.shape, view.strides
-
-
 def argument_key(value: Any) -> Hashable:
     """What the packed parameter bytes of one kernel argument depend on."""
     if is_descriptor(value):
-        return tensor_key(value.base), tuple(value.block_shape)
+        return layout_key(value.base), tuple(value.block_shape)
     if is_torch_tensor(value):  # a tensor a program takes as it is (tawa_xdsl.ops)
-        return tensor_key(value)
+        return layout_key(value)
     return type(value), value
 
 
@@ -109,14 +100,19 @@ def torch_stream(tensor: Any) -> int:
 
 def current_torch_stream(device: int) -> int:
     """The raw handle of torch's current stream on CUDA device `device`."""
+    return torch_stream_reader(device)()
+
+
+def torch_stream_reader(device: int) -> Callable[[], int]:
+    """A function returning the raw handle of torch's current stream on CUDA device `device`:
+    the raw getter bound to the device (Triton reads the stream the same way: the public
+    `current_stream()` builds a Stream object on every call, microseconds of a launch)."""
     import torch
 
-    # Triton reads the raw handle the same way: the public `current_stream()` builds a Stream
-    # object on every call, a few microseconds of the launch budget.
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
-        return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+        return functools.partial(raw, device)
+    return lambda: int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def resolve_stream(stream: Any, args: Sequence[Any]) -> int:

@@ -58,6 +58,15 @@ def call(name: str, *args: Any) -> Any:
     return check(getattr(cuda_driver(), name)(*args), name)
 
 
+def raise_for_result(code: int, call: str) -> None:
+    """Raise the CudaError of a nonzero CUresult that a ctypes call of `call` returned."""
+    try:
+        err: Any = cuda_driver().CUresult(code)
+    except (NoGPUError, ValueError):
+        err = code
+    raise CudaError(call, result_name(err), error_string(err))
+
+
 def error_string(err: Any) -> str:
     """The driver's description of `err`, or '' when it has none."""
     try:

@@ -10,28 +10,35 @@ Descriptor arguments are device tensors (torch, `__cuda_array_interface__`, Devi
 `tawa_xdsl.TensorDescriptor`s over numpy arrays (copied in, and back out after the launch).
 `@jit`'s GPU launcher (`tawa_xdsl.runtime.dispatch.gpu_launch`) sits on these two.
 
-Parameters are packed from the kernel's PTX signature: a `TensorMap` fills a `.b8 [128]`
-parameter by value (the map's own aligned buffer is passed), a device array (ours, torch,
-`__cuda_array_interface__`) or an int fills a 64-bit pointer, ints and floats fill scalars.
-`cuLaunchKernelEx` receives an array of host pointers, one per parameter, each pointing at that
-parameter's bytes; the driver copies them during the call.
+Parameters are packed from the kernel's PTX signature (`ParamLayout`, one per signature: an
+offset per parameter and one `struct` format): a `TensorMap` fills a `.b8 [128]` parameter
+by value (its 128 bytes), a device array (ours, torch, `__cuda_array_interface__`) or an int
+fills a 64-bit pointer, ints and floats fill scalars, all in one host buffer.
+`cuLaunchKernelEx`, called through ctypes, receives an array of host pointers into that
+buffer, one per parameter; the driver copies the bytes during the call.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from tawa_xdsl.runtime.driver import call, cuda_driver, require_gpu
+from tawa_xdsl.runtime.driver import libcuda, raise_for_result, require_gpu
 from tawa_xdsl.runtime.errors import LaunchError
 from tawa_xdsl.runtime.memory import describe, device_pointer, to_device, to_host
 from tawa_xdsl.runtime.module import Kernel, Param, load_kernel
-from tawa_xdsl.runtime.tensormap import TENSOR_MAP_BYTES, TensorMap, TensorMapCache
+from tawa_xdsl.runtime.tensormap import (
+    TENSOR_MAP_ALIGNMENT,
+    TENSOR_MAP_BYTES,
+    TensorMap,
+    TensorMapCache,
+)
 
 Dim3 = tuple[int, int, int]
 MAX_CLUSTER_SIZE = 8  # portable limit; 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -92,103 +99,194 @@ class LaunchConfig:
                 )
 
 
-ParamStorage = ctypes._SimpleCData | ctypes.Array[ctypes.c_char] | TensorMap
-
-INTEGER_TYPES: dict[tuple[str, int], type[ctypes._SimpleCData]] = {
-    ("u", 8): ctypes.c_uint8,
-    ("u", 16): ctypes.c_uint16,
-    ("u", 32): ctypes.c_uint32,
-    ("u", 64): ctypes.c_uint64,
-    ("s", 8): ctypes.c_int8,
-    ("s", 16): ctypes.c_int16,
-    ("s", 32): ctypes.c_int32,
-    ("s", 64): ctypes.c_int64,
-}
-FLOAT_TYPES: dict[int, type[ctypes._SimpleCData]] = {32: ctypes.c_float, 64: ctypes.c_double}
+# struct codes of the scalar parameter kinds: (kind, bits) -> code; `.b` packs as unsigned.
+INTEGER_CODES: dict[tuple[str, int], str] = {
+    ("u", 8): "B", ("u", 16): "H", ("u", 32): "I", ("u", 64): "Q",
+    ("s", 8): "b", ("s", 16): "h", ("s", 32): "i", ("s", 64): "q",
+}  # fmt: skip
+FLOAT_CODES: dict[int, str] = {16: "e", 32: "f", 64: "d"}
 
 
 def bad_argument(param: Param, kernel: str, message: str) -> LaunchError:
     return LaunchError(f"kernel {kernel}: parameter {param.name} ({param}): {message}")
 
 
-def pack_argument(param: Param, value: Any, kernel: str) -> ParamStorage:
-    """Host storage holding one parameter's bytes; it must live until the launch returns."""
+def param_value(param: Param, value: Any, kernel: str) -> bytes | int | float:
+    """What `struct` packs for one parameter (a tensor map's 128 bytes, a pointer, a scalar),
+    checked against the parameter's type; LaunchError naming the parameter otherwise."""
     if param.is_array:
         if isinstance(value, TensorMap):
             if param.nbytes != TENSOR_MAP_BYTES:
                 raise bad_argument(param, kernel, f"a tensor map is {TENSOR_MAP_BYTES} bytes")
-            return value
+            return value.data
         if not isinstance(value, bytes | bytearray) or len(value) != param.nbytes:
             got = type(value).__name__
             raise bad_argument(param, kernel, f"expected {param.nbytes} bytes, got {got}")
-        return (ctypes.c_char * param.nbytes).from_buffer_copy(value)
+        return bytes(value)
     if param.kind == "f":
         if isinstance(value, TensorMap) or not isinstance(value, int | float | np.number):
             raise bad_argument(param, kernel, f"expected a float, got {type(value).__name__}")
-        if param.bits in FLOAT_TYPES:
-            return FLOAT_TYPES[param.bits](float(value))
-        return (ctypes.c_char * 2).from_buffer_copy(np.float16(value).tobytes())
+        return float(value)
     if isinstance(value, int | np.integer):
-        return integer_storage(param, int(value), kernel)
+        return integer_value(param, int(value), kernel)
     if isinstance(value, TensorMap):
         raise bad_argument(param, kernel, "a tensor map needs a `.b8 [128]` parameter")
     if param.bits == 64:
-        return ctypes.c_uint64(device_pointer(value, f"kernel {kernel}: parameter {param.name}"))
+        return device_pointer(value, f"kernel {kernel}: parameter {param.name}")
     raise bad_argument(param, kernel, f"expected an int, got {type(value).__name__}")
 
 
-def integer_storage(param: Param, value: int, kernel: str) -> ctypes._SimpleCData:
-    """An integer parameter, range-checked for its width and signedness (`.b` takes either)."""
+def integer_value(param: Param, value: int, kernel: str) -> int:
+    """An integer parameter, range-checked for its width and signedness (`.b` takes either,
+    packed as its unsigned bits)."""
     half = 1 << (param.bits - 1)
     low = 0 if param.kind == "u" else -half
     high = half - 1 if param.kind == "s" else (1 << param.bits) - 1
     if not low <= value <= high:
         raise bad_argument(param, kernel, f"{value} does not fit in {param.bits} bits")
-    kind = "s" if param.kind == "s" else "u"
-    return INTEGER_TYPES[kind, param.bits](value & ((1 << param.bits) - 1))
+    return value if param.kind == "s" else value & ((1 << param.bits) - 1)
 
 
-def storage_address(storage: ParamStorage) -> int:
-    return storage.address if isinstance(storage, TensorMap) else ctypes.addressof(storage)
+class ParamLayout:
+    """Where every parameter of a kernel sits in one host buffer (each at its natural
+    alignment, tensor maps at 128 bytes), and the `struct` format that writes them all."""
+
+    def __init__(self, params: Sequence[Param]):
+        self.params = tuple(params)
+        codes, offsets, offset = ["<"], [], 0
+        for param in self.params:
+            size = param.nbytes
+            align = TENSOR_MAP_ALIGNMENT if param.is_array else size
+            padding = -offset % align
+            codes.append(f"{padding}x" if padding else "")
+            offset += padding
+            offsets.append(offset)
+            offset += size
+            codes.append(f"{size}s" if param.is_array else parameter_code(param))
+        self.format = "".join(codes)
+        self.offsets = tuple(offsets)
+        self.size = offset
+
+    def pack(self, values: Sequence[Any], kernel: str) -> PackedParams:
+        """One buffer with every parameter's bytes (one `struct.pack_into`), and the array of
+        pointers into it that cuLaunchKernelEx takes."""
+        if len(values) != len(self.params):
+            names = ", ".join(p.name for p in self.params)
+            raise LaunchError(
+                f"kernel {kernel} takes {len(self.params)} arguments ({names}); got {len(values)}"
+            )
+        items = [param_value(p, v, kernel) for p, v in zip(self.params, values, strict=True)]
+        packed = PackedParams(self)
+        try:
+            struct.pack_into(self.format, packed.buffer, packed.start, *items)
+        except (struct.error, OverflowError) as error:  # an f16 out of range
+            param = next(p for p, v in zip(self.params, items, strict=True)
+                         if not packs(p, v))  # fmt: skip
+            raise bad_argument(param, kernel, str(error)) from None
+        return packed
 
 
-def pack_parameters(kernel: Kernel, args: Sequence[Any]) -> list[ParamStorage]:
-    """One host storage per parameter; LaunchError naming the signature on a count mismatch."""
+def parameter_code(param: Param) -> str:
+    if param.kind == "f":
+        return FLOAT_CODES[param.bits]
+    return INTEGER_CODES["s" if param.kind == "s" else "u", param.bits]
+
+
+def packs(param: Param, value: Any) -> bool:
+    """Whether `value` packs into `param` alone (to name the parameter a pack refused)."""
+    if param.is_array:
+        return True  # its bytes were checked by `param_value`
+    try:
+        struct.pack("<" + parameter_code(param), value)
+    except (struct.error, OverflowError, KeyError):
+        return False
+    return True
+
+
+class PackedParams:
+    """A 128-aligned host buffer holding a kernel's parameters, and the pointer array into it."""
+
+    def __init__(self, layout: ParamLayout):
+        self.buffer = (ctypes.c_char * (layout.size + TENSOR_MAP_ALIGNMENT))()
+        base = ctypes.addressof(self.buffer)
+        self.start = -base % TENSOR_MAP_ALIGNMENT
+        self.layout = layout
+        addresses = [base + self.start + offset for offset in layout.offsets]
+        self.pointers = (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
+
+    def param_bytes(self, index: int) -> bytes:
+        """The packed bytes of parameter `index`."""
+        offset = self.start + self.layout.offsets[index]
+        return bytes(self.buffer[offset : offset + self.layout.params[index].nbytes])
+
+
+@functools.lru_cache(maxsize=256)
+def param_layout(params: tuple[Param, ...]) -> ParamLayout:
+    """The layout of a kernel signature (built once per signature)."""
+    return ParamLayout(params)
+
+
+def pack_parameters(kernel: Kernel, args: Sequence[Any]) -> PackedParams:
+    """Every parameter's bytes in one buffer; LaunchError naming the signature on a count
+    mismatch or the parameter on a bad value."""
     if kernel.params is None:
         raise LaunchError(
             f"kernel {kernel.name}: parameter list unknown (load it from PTX, or "
             "pass signatures to load_cubin)"
         )
-    if len(args) != len(kernel.params):
-        names = ", ".join(p.name for p in kernel.params)
-        raise LaunchError(
-            f"kernel {kernel.name} takes {len(kernel.params)} arguments ({names}); got {len(args)}"
-        )
-    return [pack_argument(p, a, kernel.name) for p, a in zip(kernel.params, args, strict=True)]
+    return param_layout(kernel.params).pack(args, kernel.name)
+
+
+class NativeLaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h)."""
+
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.c_void_p),
+        ("numAttrs", ctypes.c_uint),
+    ]
+
+
+class NativeLaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an id padded to 8 bytes, then a 64-byte value union (a
+    cluster's dims are its first three unsigned ints)."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 
 
 @functools.lru_cache(maxsize=256)
-def launch_config(config: LaunchConfig) -> Any:
+def launch_config(config: LaunchConfig) -> NativeLaunchConfig:
     """The CUlaunchConfig struct, with a cluster attribute when the cluster is not 1x1x1.
 
     Cached per config: the driver reads it during the call and does not keep it.
     """
-    cu = cuda_driver()
-    native = cu.CUlaunchConfig()
-    native.gridDimX, native.gridDimY, native.gridDimZ = config.grid
-    native.blockDimX, native.blockDimY, native.blockDimZ = config.block
-    native.sharedMemBytes = config.shared_bytes
-    native.hStream = cu.CUstream(config.stream) if config.stream else 0
-    attrs = []
+    native = NativeLaunchConfig(*config.grid, *config.block, config.shared_bytes, config.stream)
     if config.cluster != (1, 1, 1):
-        attr = cu.CUlaunchAttribute()
-        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        dims = attr.value.clusterDim
-        dims.x, dims.y, dims.z = config.cluster
-        attrs.append(attr)
-    native.attrs = attrs
-    native.numAttrs = len(attrs)
+        attrs = (NativeLaunchAttribute * 1)()
+        attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attrs[0].value[0:3] = list(config.cluster)
+        native.attrs, native.numAttrs = ctypes.addressof(attrs), 1
+        native.attributes = attrs  # type: ignore[attr-defined] - kept alive with the config
     return native
+
+
+@functools.cache
+def launch_entry() -> Any:
+    """The driver's cuLaunchKernelEx through ctypes: with its arguments built once, a launch
+    is one foreign call (cuda-python's wrapper converts them again on every call)."""
+    entry = libcuda().cuLaunchKernelEx
+    entry.restype = ctypes.c_int
+    return entry
 
 
 def launch(
@@ -213,8 +311,10 @@ def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
 class PreparedLaunch:
     """A launch with its checks done and parameters packed once: call it to launch again.
 
-    For timing loops and graphs: a call is one cuLaunchKernelEx. The arguments are captured
-    as they were when prepared (a tensor map keeps describing the same memory).
+    For timing loops, graphs and the launch caches: a call is one foreign call of
+    cuLaunchKernelEx with the prebuilt config, function handle and parameter pointers. The
+    arguments are captured as they were when prepared (a tensor map keeps describing the same
+    memory).
     """
 
     def __init__(self, kernel: Kernel, config: LaunchConfig, args: Sequence[Any]):
@@ -222,22 +322,22 @@ class PreparedLaunch:
         config.check(kernel)
         kernel.reserve_shared_memory(config.shared_bytes)
         self.kernel, self.config, self.args = kernel, config, tuple(args)
-        self.storage = pack_parameters(kernel, self.args)
-        self.pointers = (ctypes.c_void_p * len(self.storage))(*map(storage_address, self.storage))
+        self.params = pack_parameters(kernel, self.args)
         self.native = launch_config(config)
+        self.call = functools.partial(
+            launch_entry(), ctypes.byref(self.native), ctypes.c_void_p(int(kernel.handle)),
+            self.params.pointers, None,
+        )  # fmt: skip
 
     def __call__(self) -> None:
-        call(
-            "cuLaunchKernelEx", self.native, self.kernel.handle, ctypes.addressof(self.pointers), 0
-        )
+        result = self.call()
+        if result:
+            raise_for_result(result, "cuLaunchKernelEx")
 
     def release_arguments(self) -> None:
         """Drop the references to the arguments (the packed bytes stay): a launch cache keyed
         by what the bytes encode (addresses, shapes) must not keep the tensors alive."""
         self.args = ()
-        for storage in self.storage:
-            if isinstance(storage, TensorMap):
-                storage.source = None
 
 
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
@@ -298,18 +398,22 @@ TENSOR_MAPS = TensorMapCache()
 
 def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]:
     """One runtime value per `.param`, from the kernel's arguments in signature order (tensor
-    maps from `TENSOR_MAPS`)."""
+    maps from `TENSOR_MAPS`; each descriptor argument described once)."""
     values: list[Any] = []
+    views: dict[int, Any] = {}
     for p in program.params:
         arg = args[p.arg]
         if p.field == "value":
             values.append(arg)
             continue
-        view = describe(arg, p.name)
         if p.field == "tensormap":
             info = program.tensor_maps[p.arg]
             values.append(TENSOR_MAPS.get(arg, info.box, info.swizzle or None, p.name))
-        elif p.field == "ptr":
+            continue
+        view = views.get(p.arg)
+        if view is None:
+            view = views[p.arg] = describe(arg, p.name)
+        if p.field == "ptr":
             values.append(view.pointer)
         elif p.field.startswith("dim"):
             values.append(int(view.shape[int(p.field[3:])]))

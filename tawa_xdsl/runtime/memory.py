@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +124,19 @@ def describe(obj: Any, what: str = "argument") -> ArrayView:
             raise LaunchError(f"{what}: a DLPack tensor in host memory; copy it to the GPU first")
         return ArrayView(dl.pointer, dl.dtype, dl.shape, dl.strides, (obj, dl.capsule))
     raise LaunchError(f"{what}: {type(obj).__name__} is not a device array")
+
+
+def layout_key(tensor: Any) -> Hashable:
+    """What a tensor map or a packed parameter over `tensor` depends on (address, element
+    type, shape, strides), read without building an ArrayView for torch tensors and
+    DeviceArrays (the launch caches' keys)."""
+    if isinstance(tensor, DeviceArray):
+        view = tensor.view
+    elif is_torch_tensor(tensor):
+        return tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride()
+    else:
+        view = describe(tensor)
+    return view.pointer, view.dtype, view.shape, view.strides
 
 
 def device_pointer(obj: Any, what: str = "argument") -> int:

@@ -200,12 +200,19 @@ def read_nvjitlink_log(nvjitlink: Any, handle: Any, error: bool) -> str:
 
 
 LOADED: dict[tuple[str, int], Module] = {}
+# Kernels by (PTX text, entry, device): a str caches its hash, so a launch cache's miss finds
+# its kernel without hashing the PTX again.
+KERNELS: dict[tuple[str | bytes, str, int], Kernel] = {}
 
 
 def load_kernel(ptx: str | bytes, name: str) -> Kernel:
     """Kernel `name` of `ptx`, loading each distinct PTX text once per process and device."""
     device = require_gpu()
+    found = KERNELS.get((ptx, name, device.ordinal))
+    if found is not None:
+        return found
     key = (hashlib.sha256(ptx_bytes(ptx)).hexdigest(), device.ordinal)
     if key not in LOADED:
         LOADED[key] = load_ptx(ptx)
-    return LOADED[key].kernel(name)
+    kernel = KERNELS[ptx, name, device.ordinal] = LOADED[key].kernel(name)
+    return kernel

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import enum
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,19 +235,22 @@ class TensorMapSpec:
 class TensorMap:
     """An encoded 128-byte CUtensorMap in a 128-aligned host buffer, plus what it describes.
 
-    `source` keeps the described tensor alive as long as the map is.
+    `source` keeps the described tensor alive as long as the map is; `data` is a copy of the
+    128 bytes, what a launch packs into its parameters.
     """
 
     spec: TensorMapSpec
     buffer: np.ndarray
     source: Any = field(default=None, repr=False)
     address: int = field(init=False)
+    data: bytes = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.address = int(self.buffer.ctypes.data)  # host address of the 128 descriptor bytes
+        self.data = self.buffer.tobytes()
 
     def to_bytes(self) -> bytes:
-        return self.buffer.tobytes()
+        return self.data
 
 
 def aligned_descriptor_buffer() -> np.ndarray:
@@ -287,32 +290,34 @@ def encode_tiled(spec: TensorMapSpec, source: Any = None) -> TensorMap:
 
 
 class TensorMapCache:
-    """Encoded maps by what they encode (`TensorMapSpec`: address, type, shape, strides, box,
-    swizzle), the least recently used dropped past `capacity`: a launch whose other tensors
-    moved encodes only the maps of those. The maps hold no tensor (their `source` is None)."""
+    """Encoded maps by what they encode (address, element type, shape, strides, box, swizzle),
+    the least recently used dropped past `capacity`: a launch whose other tensors moved
+    encodes only the maps of those. A hit reads the tensor's address and layout and builds no
+    description of it; the maps hold no tensor (their `source` is None)."""
 
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
-        self.maps: OrderedDict[TensorMapSpec, TensorMap] = OrderedDict()
+        self.maps: OrderedDict[Hashable, TensorMap] = OrderedDict()
         self.encoded = 0
 
     def get(self, tensor: Any, box: Sequence[int], swizzle: Swizzle | int | None, name: str
             ) -> TensorMap:  # fmt: skip
         """The map over `tensor` with this box and swizzle (encoded on first use)."""
-        from tawa_xdsl.runtime.memory import describe
+        from tawa_xdsl.runtime.memory import describe, layout_key
 
+        key = (layout_key(tensor), tuple(box), swizzle)
+        found = self.maps.get(key)
+        if found is not None:
+            self.maps.move_to_end(key)
+            return found
         view = describe(tensor, name)
         spec = TensorMapSpec(
             address=view.pointer, dtype=view.dtype, shape=view.shape, strides=view.strides,
             box=tuple(int(b) for b in box), swizzle=Swizzle.parse(swizzle), name=name,
         )  # fmt: skip
-        found = self.maps.get(spec)
-        if found is not None:
-            self.maps.move_to_end(spec)
-            return found
         encoded = encode_tiled(spec)
         self.encoded += 1
-        self.maps[spec] = encoded
+        self.maps[key] = encoded
         if len(self.maps) > self.capacity:
             self.maps.popitem(last=False)
         return encoded

@@ -83,6 +83,28 @@ def test_a_repeated_launch_is_the_prepared_one(device) -> None:
     torch.testing.assert_close(c2, c)
 
 
+def test_a_repeat_reads_the_tensors_as_they_are_now(device) -> None:
+    """The prepared launch (one ctypes cuLaunchKernelEx) reads the memory, not a copy: new
+    contents at the same address are seen; a view of the same memory with more rows (same
+    address, new shape) gets its own tensor map and launch, and both stay right."""
+    torch.manual_seed(4)
+    a_all = torch.randn(512, 128, device="cuda", dtype=torch.float16)
+    b = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    c_all = torch.zeros(512, 256, device="cuda", dtype=torch.float16)
+    a, c = a_all[:256], c_all[:256]
+    gemm_launch(a, b, c)
+    a.copy_(torch.randn_like(a))  # same address, new values
+    before = gemm.repeat_hits
+    gemm_launch(a, b, c)
+    assert gemm.repeat_hits == before + 1
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=5e-2, rtol=1e-2)
+    gemm_launch(a_all, b, c_all)  # same addresses, 512 rows: a miss, then right
+    assert gemm.repeat_hits == before + 1
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c_all.float(), a_all.float() @ b.float().T, atol=5e-2, rtol=1e-2)
+
+
 def test_launches_run_on_the_current_or_the_given_stream(device) -> None:
     a = torch.randn(256, 64, device="cuda", dtype=torch.float16)
     b = torch.randn(128, 64, device="cuda", dtype=torch.float16)
@@ -228,7 +250,8 @@ def test_the_launch_benchmark_writes_json(device, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     names = {row["launcher"] for row in rows}
-    assert {"tawa jit kernel[grid]", "tawa prepared launch"} <= names
+    assert {"tawa jit kernel[grid]", "tawa prepared launch",
+            "tawa jit kernel[grid] (new output each launch)"} <= names  # fmt: skip
     assert all(row["host_us_per_launch"] > 0 for row in rows)
 
 
@@ -239,7 +262,7 @@ def test_the_op_benchmark_writes_json(device, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((tmp_path / "op_overhead.json").read_text())["rows"]
-    assert {row["op"] for row in rows} >= {"matmul", "attention"}
+    assert {row["op"] for row in rows} >= {"matmul", "scaled_mm", "attention"}
     assert all(row["op_ms"] > 0 and row["raw_ms"] > 0 for row in rows)
 
 

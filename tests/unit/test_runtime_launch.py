@@ -1,6 +1,7 @@
 """Launch plumbing that needs no GPU: PTX signatures, argument packing, array description,
 and launching a compiled kernel (parameters from its arguments, staging, empty grids)."""
 
+import ctypes
 import importlib
 import re
 from pathlib import Path
@@ -19,9 +20,8 @@ from tawa_xdsl.runtime.launch import (
     LaunchConfig,
     dim3,
     empty_tensor_stand_in,
-    pack_argument,
     pack_parameters,
-    storage_address,
+    param_value,
 )
 from tawa_xdsl.runtime.memory import describe
 from tawa_xdsl.runtime.module import Kernel, Param, parse_entries, ptx_bytes
@@ -103,13 +103,20 @@ class CudaArray:
 
 
 def test_pack_ws_gemm_arguments() -> None:
+    """One buffer: the maps' bytes at 128-aligned addresses, then the pointer and the ints,
+    each where the pointer array says."""
     tm = fake_tensor_map()
     c = CudaArray(0xABC000, (256, 256), "<f4")
-    storage = pack_parameters(fake_kernel(), [tm, tm, c, 4096, 8192])
-    assert storage[0] is tm  # the map's own aligned bytes are passed
-    assert storage_address(storage[0]) == tm.address
-    assert bytes(storage[2]) == (0xABC000).to_bytes(8, "little")
-    assert bytes(storage[3]) == (4096).to_bytes(4, "little")
+    packed = pack_parameters(fake_kernel(), [tm, tm, c, 4096, 8192])
+    assert packed.param_bytes(0) == packed.param_bytes(1) == tm.to_bytes() == bytes(range(128))
+    assert packed.param_bytes(2) == (0xABC000).to_bytes(8, "little")
+    assert packed.param_bytes(3) == (4096).to_bytes(4, "little")
+    assert packed.param_bytes(4) == (8192).to_bytes(4, "little")
+    pointers = [packed.pointers[i] for i in range(5)]
+    assert pointers[0] % 128 == 0 and pointers[1] == pointers[0] + 128
+    for index, pointer in enumerate(pointers):
+        size = fake_kernel().params[index].nbytes  # type: ignore[index] - params parsed
+        assert ctypes.string_at(pointer, size) == packed.param_bytes(index)
 
 
 @pytest.mark.parametrize(
@@ -132,12 +139,16 @@ def test_pack_rejects_bad_arguments(args: list[object], message: str) -> None:
 
 def test_pack_float_and_signed_scalars() -> None:
     kernel = fake_kernel(name="scale")
-    alpha, n, out = pack_parameters(kernel, [0.5, -3, 0x1000])
-    assert bytes(alpha) == np.float32(0.5).tobytes()
-    assert bytes(n) == (-3 % 2**32).to_bytes(4, "little")
-    assert bytes(out) == (0x1000).to_bytes(8, "little")
+    packed = pack_parameters(kernel, [0.5, -3, 0x1000])
+    assert packed.param_bytes(0) == np.float32(0.5).tobytes()
+    assert packed.param_bytes(1) == (-3 % 2**32).to_bytes(4, "little")
+    assert packed.param_bytes(2) == (0x1000).to_bytes(8, "little")
     with pytest.raises(LaunchError, match="does not fit in 32 bits"):
-        pack_argument(kernel.params[1], 2**31, "scale")  # type: ignore[index] - params parsed
+        param_value(kernel.params[1], 2**31, "scale")  # type: ignore[index] - params parsed
+    half = fake_kernel(".entry h(.param .f16 x) { ret; }", "h")
+    assert pack_parameters(half, [1.5]).param_bytes(0) == np.float16(1.5).tobytes()
+    with pytest.raises(LaunchError, match=r"parameter x \(.f16 x\): .*too large"):
+        pack_parameters(half, [1e6])
 
 
 def test_describe_cuda_array_interface() -> None:

@@ -62,7 +62,7 @@ def test_matmul_op_matches_torch() -> None:
 @pytest.mark.parametrize("activation", ["gelu", "silu"])
 def test_matmul_bias_and_activation_run_in_the_kernel(monkeypatch, activation: str) -> None:
     """A bias of N elements and the activation are the GEMM's epilogue, not torch's: the
-    torch epilogue is not called; a per-row bias ([M, 1]) still is, and both are right."""
+    torch epilogue is not called; a full bias ([M, N]) still is, and both are right."""
     torch.manual_seed(5)
     a = torch.randn(64, 64, dtype=torch.bfloat16)
     b = torch.randn(64, 48, dtype=torch.bfloat16)
@@ -76,9 +76,9 @@ def test_matmul_bias_and_activation_run_in_the_kernel(monkeypatch, activation: s
     torch.testing.assert_close(c.float(), act(a.float() @ b.float() + bias.float()),
                                atol=6e-2, rtol=2e-2)  # fmt: skip
     assert calls == []
-    row_bias = torch.randn(64, 1, dtype=torch.bfloat16)
-    c = ops.matmul(a, b, bias=row_bias, activation=activation)
-    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + row_bias.float()),
+    full_bias = torch.randn(64, 48, dtype=torch.bfloat16)
+    c = ops.matmul(a, b, bias=full_bias, activation=activation)
+    torch.testing.assert_close(c.float(), act(a.float() @ b.float() + full_bias.float()),
                                atol=6e-2, rtol=2e-2)  # fmt: skip
     assert calls == [1]
 
@@ -157,8 +157,10 @@ def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
     rows = {
         row["launcher"]: row["host_us_per_launch"] for row in json.loads(out.read_text())["rows"]
     }
-    assert set(rows) == {"tawa jit kernel[grid]", "tawa jit kernel[grid] (grid callable)"}
+    jit_rows = ("", " (grid callable)", " (new output each launch)")
+    assert set(rows) == {*(f"tawa jit kernel[grid]{r}" for r in jit_rows), "tawa prepared launch"}
     assert all(us > 0 for us in rows.values())
+    assert "step: launch_key" in done.stdout  # the repeated launch's steps, each timed
 
 
 def test_the_torch_block_example_checks_itself_in_the_interpreter() -> None:
