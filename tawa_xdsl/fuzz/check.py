@@ -263,7 +263,7 @@ def prove(text: str, options: Options) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _gpu_kernel(text: str, options: Options) -> Any:
+def gpu_kernel(text: str, options: Options) -> Any:
     """`compile_to_ptx` of the program, or the reason the backend refuses it (a string).
     A failed barrier-protocol proof is a bug, not a refusal: it propagates."""
     from xdsl.utils.exceptions import DiagnosticException
@@ -290,7 +290,7 @@ def _run_on_gpu(case: Case, args: list[Any]) -> str | None:
     """Launch the compiled program on `args` (outputs copied back); a skip reason or None."""
     from tawa_xdsl.descriptor import TensorDescriptor
 
-    kernel = _gpu_kernel(case.ir(), case.options)
+    kernel = gpu_kernel(case.ir(), case.options)
     if isinstance(kernel, str):
         return kernel
     kernel_op = next(iter(_parse(case.ir()).ops))

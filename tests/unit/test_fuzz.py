@@ -216,14 +216,14 @@ def test_gpu_mode_compiles_or_says_why() -> None:
     """GPU cases compile to PTX (launched only on a GPU: tests/gpu/test_fuzz_gpu.py);
     programs the backend refuses (here: rings too deep for shared memory) are skipped with
     the reason."""
-    from tawa_xdsl.fuzz.check import _gpu_kernel
+    from tawa_xdsl.fuzz.check import gpu_kernel
 
-    plain = _gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
+    plain = gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
     assert not isinstance(plain, str) and ".target sm_90a" in plain.ptx
-    epilogue = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
+    epilogue = gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
     assert not isinstance(epilogue, str), epilogue
     too_deep = AttentionProgram("f16", 128, 128).tile_ir()
-    refused = _gpu_kernel(too_deep, Options(6, 1, 1, persistent=True))
+    refused = gpu_kernel(too_deep, Options(6, 1, 1, persistent=True))
     assert isinstance(refused, str) and "GPU backend refuses" in refused
     assert "bytes of shared memory" in refused
 
@@ -232,15 +232,15 @@ def test_gpu_mode_a_failed_proof_is_a_failure_not_a_skip(monkeypatch: pytest.Mon
     """compile_to_ptx proves the protocol; its ProtocolError must not be counted as a refusal."""
     import tawa_xdsl.verify.check as verify_check
     from tawa_xdsl import compiler
-    from tawa_xdsl.fuzz.check import _gpu_kernel
+    from tawa_xdsl.fuzz.check import gpu_kernel
 
     def broken(module: object) -> None:
         raise verify_check.ProtocolError("ring r0: deadlock (planted)")
 
     monkeypatch.setattr(compiler, "check_module", broken)  # the proof compile_to_ptx runs
-    _gpu_kernel.cache_clear()
+    gpu_kernel.cache_clear()
     with pytest.raises(verify_check.ProtocolError, match="planted"):
-        _gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))
+        gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))
 
 
 def test_a_failure_that_does_not_repeat_is_reported_not_raised(

@@ -1,5 +1,6 @@
-"""The fuzzer's program families (issue 14's language): each runs through every CPU level
-(tile, compile, verify, aref, mbarrier, nvgpu interpreters), each numpy reference catches a
+"""The fuzzer's program families (issue 14's language; one example each in
+`fuzz.families`): each runs through every CPU level (tile, compile, verify, aref, mbarrier,
+nvgpu interpreters) and compiles to PTX that ptxas accepts, each numpy reference catches a
 kernel that computes something else, and a failure of a new family shrinks, is written as a
 reproducer and replays through `tawa repro`."""
 
@@ -13,89 +14,29 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tawa_xdsl.fuzz.check import UNVERIFIED_REASON, Case, FuzzFailure, Options, check_case
-from tawa_xdsl.fuzz.programs import (
-    Bounds,
-    EpilogueOp,
-    GemmProgram,
-    Program,
-    RowProgram,
-    round_interval,
+from tawa_xdsl.backend.ptxas import assemble, find_ptxas
+from tawa_xdsl.fuzz.check import UNVERIFIED_REASON, Case, FuzzFailure, check_case, gpu_kernel
+from tawa_xdsl.fuzz.families import (
+    B_N_MAJOR,
+    BLOCK_M_64,
+    COPY,
+    FAMILIES,
+    FP8,
+    FP8_F32,
+    LAYERNORM,
+    REDUCTIONS,
+    RMSNORM,
+    SOFTMAX,
+    SPLIT_K,
+    TWO_LOOPS,
+    VECTORS,
 )
+from tawa_xdsl.fuzz.programs import Bounds, EpilogueOp, GemmProgram, RowProgram, round_interval
 from tawa_xdsl.fuzz.repro import load_reproducer
 from tawa_xdsl.fuzz.runner import Summary, run_round
 from tawa_xdsl.tools.tawa import main as tawa_main
 
-
-def vector(kind: str, dtype: str) -> EpilogueOp:
-    return EpilogueOp(kind, dtype=dtype)
-
-
-VECTORS = GemmProgram(
-    "f16",
-    "bf16",
-    128,
-    64,
-    32,
-    epilogue=(
-        vector("row_scale", "f32"),
-        vector("col_scale", "bf16"),
-        vector("row_bias", "f16"),
-        vector("bias", "f32"),
-    ),
-)
-REDUCTIONS = GemmProgram(
-    "bf16",
-    "f32",
-    64,
-    128,
-    64,
-    epilogue=(EpilogueOp("sub_row_max"), EpilogueOp("sub_row_mean"), EpilogueOp("sub_row_min")),
-)
-B_N_MAJOR = GemmProgram("f16", "f16", 64, 64, 64, b_major="n")
-FP8 = GemmProgram(
-    "e4m3", "e4m3", 128, 64, 128, epilogue=(vector("row_scale", "f32"), vector("col_scale", "f32"))
-)
-SPLIT_K = GemmProgram("bf16", "f32", 64, 64, 32, split_k=3)
-TWO_LOOPS = GemmProgram("f16", "f16", 64, 64, 32, loops=2)
-BLOCK_M_64 = GemmProgram("f16", "f16", 64, 64, 64, grid_2d=True)
-COPY = RowProgram("copy", "bf16", "f16", 64, 64)
-SOFTMAX = RowProgram("softmax", "f16", "f32", 128, 64)
-LAYERNORM = RowProgram("layernorm", "bf16", "bf16", 64, 128, "f16")
-RMSNORM = RowProgram("rmsnorm", "f32", "f16", 64, 64, "bf16")
-
-
-def case(program: Program, shape: dict[str, int], **changes: object) -> Case:
-    weights = isinstance(program, RowProgram) and program.weights
-    base = Case(
-        program=program,
-        shape=shape,
-        seed=5,
-        values="normal",
-        scalars=(1e-5,) if weights else (),
-        options=Options(stages=2, mma_depth=2, consumers=1, verify=program != TWO_LOOPS),
-        aref_schedule="random",
-        mbarrier_schedule="consumer-first",
-        nvgpu_schedule=7,
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
-
-
-GEMM_SHAPE = {"m": 100, "n": 72, "k": 150}  # ragged in every dim, 3-5 K tiles
-FAMILIES: dict[str, Case] = {
-    "vectors": case(VECTORS, GEMM_SHAPE, options=Options(2, 1, 2, persistent=True)),
-    "reductions": case(REDUCTIONS, GEMM_SHAPE, values="special"),
-    "b-k-by-n": case(B_N_MAJOR, {"m": 70, "n": 100, "k": 200}),
-    "fp8-e4m3-out": case(FP8, {"m": 100, "n": 80, "k": 300}),
-    "fp8-f32-out": case(replace(FP8, out_dtype="f32"), {"m": 60, "n": 64, "k": 130}),
-    "split-k": case(SPLIT_K, {"m": 70, "n": 40, "k": 157}),
-    "two-loops": case(TWO_LOOPS, {"m": 70, "n": 40, "k": 157}),
-    "block-m-64": case(BLOCK_M_64, {"m": 130, "n": 70, "k": 64}),
-    "copy": case(COPY, {"m": 70, "n": 100}),
-    "softmax": case(SOFTMAX, {"m": 130, "n": 50}, options=Options(2, 1, 2)),
-    "layernorm": case(LAYERNORM, {"m": 40, "n": 100}, values="special"),
-    "rmsnorm": case(RMSNORM, {"m": 70, "n": 64}, values="large"),
-}
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -106,6 +47,19 @@ def test_family_runs_on_every_cpu_level(name: str) -> None:
         assert outcome.skipped == {"verify": UNVERIFIED_REASON}
     else:
         assert "verify" in outcome.ran, outcome
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_compiles_for_the_gpu(name: str) -> None:
+    """What `tawa fuzz --gpu` launches (tests/gpu/test_fuzz_families_gpu.py): PTX that ptxas
+    assembles for sm_90a with no forbidden warning and no spill."""
+    case = FAMILIES[name]
+    kernel = gpu_kernel(case.ir(), case.options)
+    assert not isinstance(kernel, str), kernel
+    result = assemble(kernel.ptx)
+    assert result.returncode == 0 and not result.forbidden(), result.log
+    assert "0 bytes spill stores, 0 bytes spill loads" in result.log, result.log
 
 
 # ------------------------------------------------------------ the references catch bugs
@@ -137,7 +91,7 @@ WRONG_KERNELS = {
     "reductions": lambda: swap_op(REDUCTIONS, "sub_row_min", "sub_row_max"),
     "b-k-by-n": lambda: replace(B_N_MAJOR, b_major="k").tile_ir(),  # reads B as N x K
     "fp8-e4m3-out": lambda: swap_op(FP8, "col_scale", "bias"),
-    "fp8-f32-out": lambda: swap_op(replace(FP8, out_dtype="f32"), "row_scale", "row_bias"),
+    "fp8-f32-out": lambda: swap_op(FP8_F32, "row_scale", "row_bias"),
     "split-k": lambda: replace(SPLIT_K, split_k=2).tile_ir(),  # shares K out for 2 splits
     "two-loops": lambda: empty_second_loop(TWO_LOOPS.tile_ir()),
     "block-m-64": lambda: replace(BLOCK_M_64, grid_2d=False).tile_ir(),  # other tile order
