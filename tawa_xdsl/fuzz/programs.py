@@ -84,6 +84,7 @@ MAX_EPILOGUE = 4  # the kernel's op slots (`kernels.fuzz_gemm` OP0..OP3)
 VALUE_CLASSES = ("normal", "small", "large", "special")
 ROW_OPS = ("copy", "softmax", "layernorm", "rmsnorm")
 F32_UNIT = 2.0**-24  # unit roundoff of f32
+F32_MIN_NORMAL = 2.0**-126  # below it the SFU's .ftz results are zero
 # Whether the barrier-protocol proof covers sequences of loops over one ring (two K loops):
 # not until the verifier's sequence proof is merged; until then such programs are drawn only
 # with `tawa fuzz --unverified` and compiled with verify=False (`strategies.provable`).
@@ -438,7 +439,9 @@ class GemmProgram:
             return np.maximum(lo, 0.0), np.maximum(hi, 0.0)
         if op.kind == "exp2":
             slack = 2.0**-20  # ex2.approx: a few ulp
-            return round_f32(np.exp2(lo) * (1 - slack), np.exp2(hi) * (1 + slack))
+            low = np.exp2(lo) * (1 - slack)
+            low = np.where(low < F32_MIN_NORMAL, 0.0, low)  # .ftz: subnormal results are 0
+            return round_f32(low, np.exp2(hi) * (1 + slack))
         if op.kind == "leaky":
             from tawa_xdsl.fuzz.kernels import LEAKY_ALPHA
 
@@ -568,13 +571,16 @@ def softmax_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """exp(t) / sum exp(t), t = x - max: the kernel's exp is exp2(t * log2 e) on the SFU
     (relative error under 2^-22, plus t's own rounding times |t|: 3 |t| u), the sum of n
     terms in f32 ((n + 1) u, the SFU errors of the other terms weighed by their e^t, each
-    under 3 u / e) and the division (2 u): relative (3 |t| + 3 n + 80) u."""
+    under 3 u / e) and the division (2 u): relative (3 |t| + 3 n + 80) u; a numerator
+    below the normal range may be flushed to zero."""
     n = x.shape[1]
     t = x - x.max(axis=1, keepdims=True)
     num = np.exp(t)
     y = num / num.sum(axis=1, keepdims=True)
     tol = y * (3 * np.abs(t) + 3 * n + 80) * F32_UNIT
-    return y - tol, y + tol
+    # ex2.approx.ftz flushes a subnormal numerator to 0 (its y then is 0 too)
+    low = np.where(num < 2 * F32_MIN_NORMAL, np.minimum(y - tol, 0.0), y - tol)
+    return low, y + tol
 
 
 def layernorm_bounds(
