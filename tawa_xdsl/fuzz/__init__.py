@@ -6,8 +6,10 @@ compiler supports, runs them at every level and compares with numpy.
 
 Modules:
 
-* `programs`: program descriptions (GEMM with epilogue chains, attention), their tile IR,
+* `programs`: program descriptions (GEMM with epilogue chains, B majors, split-K, fp8, two
+  K loops; no-dot copies, softmax and norms; attention), their tile IR from the frontend,
   inputs (outputs poisoned with NaN) and numpy references (`Bounds`);
+* `kernels`: the fuzzer's kernels in `tawa_xdsl.language` (`fuzz_gemm`, `fuzz_rows`);
 * `strategies`: the Hypothesis strategies (`cases()`);
 * `check`: the property (`check_case`): tile interpreter vs numpy within dtype-aware bounds,
   the warp-specialization pipeline with the case's options, the verifier's proof when its API
@@ -18,7 +20,7 @@ Modules:
 """
 
 from tawa_xdsl.fuzz.check import Case, FuzzFailure, Options, check_case
-from tawa_xdsl.fuzz.programs import AttentionProgram, EpilogueOp, GemmProgram
+from tawa_xdsl.fuzz.programs import AttentionProgram, EpilogueOp, GemmProgram, RowProgram
 from tawa_xdsl.fuzz.repro import replay, write_reproducer
 from tawa_xdsl.fuzz.runner import Summary, fuzz
 
@@ -29,6 +31,7 @@ __all__ = [
     "FuzzFailure",
     "GemmProgram",
     "Options",
+    "RowProgram",
     "Summary",
     "check_case",
     "fuzz",

@@ -14,7 +14,8 @@ Levels, in order (`LEVELS`):
   what the compiler supports).
 * `verify`: the barrier-protocol proof of the mbarrier-level IR
   (`tawa_xdsl.verify.check.check_module`: every ring proved for every trip count, cached by
-  protocol); skipped, and counted in the summary, for protocols the verifier cannot model.
+  protocol); skipped, and counted in the summary, for protocols the verifier cannot model
+  and for options with verify=False (programs drawn with `unverified`).
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
@@ -24,7 +25,8 @@ Levels, in order (`LEVELS`):
   bit equal to the tile level where the fragment math is numpy's, else (exp2, row sums,
   max.f32 on NaN are the GPU's) within the numpy bounds. Skipped, and counted, for programs
   the lowering refuses.
-* `gpu` (GPU mode only): `compile_to_ptx` + launch on the device; within the numpy bounds
+* `gpu` (GPU mode only): `compile_to_ptx` (with the proof unless verify=False) + launch on
+  the device; within the numpy bounds
   (the GPU's rounding order differs from numpy's, so not bit for bit).
 
 A schedule is a named policy (`interp.scheduler.POLICIES`), a random seed, or an explicit
@@ -48,12 +50,14 @@ LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu", "gpu")
 CPU_LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu")
 
 Schedule = str | int | list[int]
+UNVERIFIED_REASON = "options verify=False (two K loops over one ring: no sequence proof yet)"
 
 
 @dataclass(frozen=True)
 class Options:
     """Warp-specialization options: ring depth D, MMA depth P, consumer warpgroups,
-    persistent tiles, attention software pipelining."""
+    persistent tiles, attention software pipelining; `verify=False` for programs outside
+    the barrier-protocol proof (no proof level; the GPU compile skips the proof)."""
 
     stages: int = 3
     mma_depth: int = 2
@@ -61,10 +65,12 @@ class Options:
     persistent: bool = False
     attention: bool = True
     sms: int = 2  # persistent launches: the number of SMs (programs) to spread tiles on
+    verify: bool = True
 
     def key(self) -> str:
         """`D3 P2 C1 persistent` for summaries."""
         extra = (" persistent" if self.persistent else "") + ("" if self.attention else " no-sw")
+        extra += "" if self.verify else " unverified"
         return f"D{self.stages} P{self.mma_depth} C{self.consumers}{extra}"
 
 
@@ -157,7 +163,9 @@ def _parse(text: str) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _warp_specialized(text: str, options: Options) -> Any:
+def warp_specialized(text: str, options: Options) -> Any:
+    """`warp_specialize` of the program with these options (cached: the strategies try the
+    depth they draw, the compile level reuses it); raises its refusal."""
     from tawa_xdsl.transforms.warp_specialize import warp_specialize
 
     return warp_specialize(
@@ -174,7 +182,7 @@ def _warp_specialized(text: str, options: Options) -> Any:
 def _lowered(text: str, options: Options) -> Any:
     from tawa_xdsl.transforms.lower_aref import lower_arefs
 
-    module = _warp_specialized(text, options).clone()
+    module = warp_specialized(text, options).clone()
     lower_arefs(module)
     module.verify()
     return module
@@ -255,7 +263,7 @@ def prove(text: str, options: Options) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _gpu_kernel(text: str, options: Options) -> Any:
+def gpu_kernel(text: str, options: Options) -> Any:
     """`compile_to_ptx` of the program, or the reason the backend refuses it (a string).
     A failed barrier-protocol proof is a bug, not a refusal: it propagates."""
     from xdsl.utils.exceptions import DiagnosticException
@@ -268,6 +276,7 @@ def _gpu_kernel(text: str, options: Options) -> Any:
         mma_depth=options.mma_depth,
         consumers=options.consumers,
         persistent=options.persistent,
+        verify=options.verify,
     )
     try:
         return compile_to_ptx(_parse(text), compile_options)
@@ -281,7 +290,7 @@ def _run_on_gpu(case: Case, args: list[Any]) -> str | None:
     """Launch the compiled program on `args` (outputs copied back); a skip reason or None."""
     from tawa_xdsl.descriptor import TensorDescriptor
 
-    kernel = _gpu_kernel(case.ir(), case.options)
+    kernel = gpu_kernel(case.ir(), case.options)
     if isinstance(kernel, str):
         return kernel
     kernel_op = next(iter(_parse(case.ir()).ops))
@@ -358,12 +367,14 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
 
     if "compile" in case.levels:
         try:
-            ws = _warp_specialized(case.ir(), opts)
+            ws = warp_specialized(case.ir(), opts)
             lowered = _lowered(case.ir(), opts)
         except Exception as error:  # noqa: BLE001
             raise fail("compile", f"{type(error).__name__}: {error}") from error
         outcome.ran.append("compile")
-        if "verify" in case.levels:
+        if "verify" in case.levels and not opts.verify:
+            outcome.skipped["verify"] = UNVERIFIED_REASON
+        elif "verify" in case.levels:
             try:
                 verdict, why = prove(case.ir(), opts)
             except Exception as error:  # noqa: BLE001

@@ -10,11 +10,12 @@ A reproducer is JSON (`FORMAT`):
               "scalars": [...], "options": {"stages": 3, ...},
               "aref_schedule": [0, 1, ...], "mbarrier_schedule": "round-robin",
               "levels": ["tile", "compile", "verify", "aref", "mbarrier"]},
-     "tile_ir": "func.func @fuzz_gemm(...) {...}"}
+     "tile_ir": "// fuzz: gemm ...\nbuiltin.module { func.func @fuzz_gemm(...) {...} }"}
 
-`tile_ir` is the program the compiler saw (it may differ from what `case.program` would
-print: a mutated program); the numpy reference always follows `case.program`. Inputs are
-regenerated from `seed` and `values`, so a file stays small.
+`tile_ir` is the program the compiler saw, as the frontend wrote it from the description's
+language kernel (an artifact: it may differ from what `case.program` builds now, after a
+frontend change, or for a mutated program); the numpy reference always follows
+`case.program`. Inputs are regenerated from `seed` and `values`, so a file stays small.
 """
 
 from __future__ import annotations

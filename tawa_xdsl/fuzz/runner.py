@@ -23,7 +23,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import FlakyFailure
 
 from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
-from tawa_xdsl.fuzz.programs import GemmProgram
+from tawa_xdsl.fuzz.programs import TWO_LOOP_VERIFIED, AttentionProgram, GemmProgram
 from tawa_xdsl.fuzz.repro import write_reproducer
 from tawa_xdsl.fuzz.strategies import cases
 
@@ -43,12 +43,14 @@ class Summary:
 
     mode: str = "cpu"
     seed: int = 0
+    unverified: bool = False  # programs outside the barrier-protocol proof drawn too
     cases: int = 0
     rounds: int = 0
     seconds: float = 0.0
     kinds: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     epilogue_ops: Counter[str] = field(default_factory=Counter)
+    features: Counter[str] = field(default_factory=Counter)
     options: Counter[str] = field(default_factory=Counter)
     values: Counter[str] = field(default_factory=Counter)
     levels_ran: Counter[str] = field(default_factory=Counter)
@@ -63,8 +65,9 @@ class Summary:
         if isinstance(program, GemmProgram):
             for op in program.epilogue:
                 self.epilogue_ops[op.kind] += 1
+        self.features.update(program.features())
         opts = case.options
-        if isinstance(program, GemmProgram):  # software pipelining only touches attention
+        if not isinstance(program, AttentionProgram):  # software pipelining only touches it
             opts = replace(opts, attention=True)
         self.options[opts.key()] += 1
         self.values[case.values] += 1
@@ -91,6 +94,7 @@ class Summary:
             f"  kinds:        {counts(self.kinds)}",
             f"  dtypes:       {counts(self.dtypes)}",
             f"  epilogue ops: {counts(self.epilogue_ops)}",
+            f"  features:     {counts(self.features)}",
             f"  values:       {counts(self.values)}",
             f"  levels run:   {counts(self.levels_ran)}",
             f"  options covered: {len(self.options)} combinations of (D, P, consumers, "
@@ -98,6 +102,11 @@ class Summary:
         ]
         for name, values in self.option_values().items():
             lines.append(f"    {name}: {', '.join(values)}")
+        if not self.unverified and not TWO_LOOP_VERIFIED:
+            lines.append(
+                "  not drawn: two K loops in sequence (outside the barrier-protocol proof "
+                "until the sequence proof is merged; --unverified draws them, verify=False)"
+            )
         for reason, count in sorted(self.skipped.items()):
             lines.append(f"  skipped {reason} ({count} cases)")
         if not self.failures:
@@ -119,8 +128,11 @@ def run_round(
     max_examples: int = 25,
     deadline: float | None = None,
     derandomize: bool = False,
+    unverified: bool = False,
+    kind: str | None = None,
 ) -> FuzzFailure | None:
-    """One Hypothesis run; returns (and records, writing its reproducer) the shrunk failure."""
+    """One Hypothesis run (of programs of `kind` only, when given); returns (and records,
+    writing its reproducer) the shrunk failure."""
 
     @settings(
         max_examples=max_examples,
@@ -132,7 +144,7 @@ def run_round(
         suppress_health_check=list(HealthCheck),
         phases=[Phase.generate, Phase.target, Phase.shrink],
     )
-    @given(case=cases(gpu=gpu))
+    @given(case=cases(gpu=gpu, kind=kind, unverified=unverified))
     def prop(case: Case) -> None:
         if deadline is not None and time.monotonic() > deadline:
             return  # out of time: let the round finish quickly
@@ -175,15 +187,22 @@ def fuzz(
     gpu: bool = False,
     max_examples: int = 200,
     progress: Callable[[Summary], None] | None = None,
+    unverified: bool = False,
+    kind: str | None = None,
 ) -> Summary:
     """Run rounds until `minutes` have passed (at least one round); `progress` is called
-    after each round (a long run leaves a trace even if it is killed)."""
+    after each round (a long run leaves a trace even if it is killed); `unverified` also
+    draws the programs the barrier-protocol proof does not cover yet (`Options.verify`);
+    `kind` ("gemm", "rows", "attention") draws programs of that kind only."""
     start = time.monotonic()
     deadline = start + minutes * 60
-    summary = Summary(mode="gpu" if gpu else "cpu", seed=seed)
+    summary = Summary(mode="gpu" if gpu else "cpu", seed=seed, unverified=unverified)
     round_index = 0
     while round_index == 0 or time.monotonic() < deadline:
-        run_round(summary, seed * 1_000_003 + round_index, Path(out), gpu, max_examples, deadline)
+        run_round(
+            summary, seed * 1_000_003 + round_index, Path(out), gpu, max_examples, deadline,
+            unverified=unverified, kind=kind,
+        )  # fmt: skip
         round_index += 1
         summary.seconds = time.monotonic() - start
         if progress is not None:

@@ -1,5 +1,6 @@
 """The whole-program fuzzer: a bounded deterministic CPU profile, the numpy references catch
-wrong programs, reproducers round-trip through `tawa repro`, and the `tawa fuzz` CLI."""
+wrong programs, reproducers round-trip through `tawa repro`, and the `tawa fuzz` CLI (the
+program families one by one: test_fuzz_families.py)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def gemm_case(**changes: object) -> Case:
 # --------------------------------------------------------------------- the property
 
 
-@pytest.mark.parametrize("kind", ["gemm", "attention"])
+@pytest.mark.parametrize("kind", ["gemm", "rows", "attention"])
 def test_bounded_deterministic_profile(kind: str, tmp_path: Path) -> None:
     """A derandomized Hypothesis run per program kind: every case passes every CPU level."""
     from hypothesis import given, settings
@@ -64,11 +65,12 @@ def test_bounded_deterministic_profile(kind: str, tmp_path: Path) -> None:
 
 def test_run_round_summary(tmp_path: Path) -> None:
     summary = Summary()
-    failure = run_round(summary, 0, tmp_path, max_examples=4, derandomize=True)
+    failure = run_round(summary, 0, tmp_path, max_examples=4, derandomize=True, kind="rows")
     assert failure is None and not summary.failures
-    assert summary.cases >= 4
+    assert summary.cases >= 4 and set(summary.kinds) == {"rows"}
     text = summary.render()
     assert "programs tried" in text and "options covered" in text and "failures: none" in text
+    assert "features:" in text and "not drawn: two K loops" in text
 
 
 def test_good_cases_pass() -> None:
@@ -109,10 +111,17 @@ def test_nvgpu_level_catches_a_register_layout_mismatch(monkeypatch: pytest.Monk
     assert caught.value.level == "nvgpu", caught.value.message
 
 
+def mutate(text: str, old: str, new: str) -> str:
+    """`text` with its one `old` replaced (the generated kernel must have exactly one)."""
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
 def test_numpy_reference_catches_a_missing_epilogue_op() -> None:
-    """The IR drops the relu the description has: the tile level disagrees with numpy."""
+    """The IR has a min where the description's relu is a max: the tile level disagrees
+    with numpy."""
     case = gemm_case()
-    mutated = GEMM.tile_ir().replace("arith.maximumf %e0, %e1_z", "arith.minimumf %e0, %e1_z")
+    mutated = mutate(GEMM.tile_ir(), "arith.maximumf", "arith.minimumf")
     with pytest.raises(FuzzFailure) as caught:
         check_case(case.with_ir(mutated))
     assert caught.value.level == "tile"
@@ -134,7 +143,7 @@ def test_nan_never_passes_and_unwritten_outputs_are_caught() -> None:
 def test_reproducer_round_trip_with_a_mutated_program(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutated = GEMM.tile_ir().replace("arith.mulf %acc, %e0_s", "arith.addf %acc, %e0_s")
+    mutated = mutate(GEMM.tile_ir(), "arith.mulf", "arith.addf")  # the scale
     case = gemm_case().with_ir(mutated)
     with pytest.raises(FuzzFailure) as caught:
         check_case(case)
@@ -183,6 +192,17 @@ def test_tawa_fuzz_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "tawa fuzz: round 1: " in captured.err, captured.err
 
 
+def test_tawa_fuzz_cli_one_kind_unverified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--kind rows` draws no-dot programs only; `--unverified` drops the summary's note that
+    two-loop programs were not drawn."""
+    args = ["fuzz", "--minutes", "0.01", "--seed", "2", "--out", str(tmp_path), "--examples"]
+    assert tawa_main([*args, "2", "--kind", "rows", "--unverified"]) == 0
+    out = capsys.readouterr().out
+    assert "kinds:        rows " in out and "not drawn" not in out, out
+
+
 def test_tawa_fuzz_gpu_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     from tawa_xdsl.runtime import gpu_available
 
@@ -207,14 +227,14 @@ def test_gpu_mode_compiles_or_says_why() -> None:
     """GPU cases compile to PTX (launched only on a GPU: tests/gpu/test_fuzz_gpu.py);
     programs the backend refuses (here: rings too deep for shared memory) are skipped with
     the reason."""
-    from tawa_xdsl.fuzz.check import _gpu_kernel
+    from tawa_xdsl.fuzz.check import gpu_kernel
 
-    plain = _gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
+    plain = gpu_kernel(GemmProgram().tile_ir(), Options(3, 2, 2, persistent=True))
     assert not isinstance(plain, str) and ".target sm_90a" in plain.ptx
-    epilogue = _gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
+    epilogue = gpu_kernel(GEMM.tile_ir(), Options(3, 2, 1))
     assert not isinstance(epilogue, str), epilogue
     too_deep = AttentionProgram("f16", 128, 128).tile_ir()
-    refused = _gpu_kernel(too_deep, Options(6, 1, 1, persistent=True))
+    refused = gpu_kernel(too_deep, Options(6, 1, 1, persistent=True))
     assert isinstance(refused, str) and "GPU backend refuses" in refused
     assert "bytes of shared memory" in refused
 
@@ -223,15 +243,15 @@ def test_gpu_mode_a_failed_proof_is_a_failure_not_a_skip(monkeypatch: pytest.Mon
     """compile_to_ptx proves the protocol; its ProtocolError must not be counted as a refusal."""
     import tawa_xdsl.verify.check as verify_check
     from tawa_xdsl import compiler
-    from tawa_xdsl.fuzz.check import _gpu_kernel
+    from tawa_xdsl.fuzz.check import gpu_kernel
 
     def broken(module: object) -> None:
         raise verify_check.ProtocolError("ring r0: deadlock (planted)")
 
     monkeypatch.setattr(compiler, "check_module", broken)  # the proof compile_to_ptx runs
-    _gpu_kernel.cache_clear()
+    gpu_kernel.cache_clear()
     with pytest.raises(verify_check.ProtocolError, match="planted"):
-        _gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))
+        gpu_kernel(GemmProgram(block_n=128).tile_ir(), Options(2, 1, 2))
 
 
 def test_a_failure_that_does_not_repeat_is_reported_not_raised(
