@@ -257,6 +257,18 @@ def _by_warpgroup(wg: SSAValue, first: list[Operation], second: list[Operation])
     return [zero, is_first, branch]
 
 
+def _arrive(barrier: int) -> list[Operation]:
+    return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
+
+
+def _sync(barrier: int) -> list[Operation]:
+    return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
+
+
+def _guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
+    return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
+
+
 def ping_pong(loop: scf.ForOp) -> None:
     """Take turns with the other consumer warpgroup issuing MMAs (FlashAttention-3's
     warpgroup ping-pong), so that one's softmax runs under the other's wgmmas.
@@ -284,21 +296,12 @@ def ping_pong(loop: scf.ForOp) -> None:
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
 
-    def arrive(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
-
-    def sync(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
-
-    def guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
-        return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
-
-    insert_before(loop, [guarded(runs.result, _by_warpgroup(wg.result, [], arrive(mine)))])
-    after = _by_warpgroup(wg.result, arrive(other), [])
-    Rewriter.insert_op(guarded(runs.result, after), InsertPoint.after(loop))
-    insert_before(anchor, _by_warpgroup(wg.result, sync(mine), sync(other)))
+    insert_before(loop, [_guarded(runs.result, _by_warpgroup(wg.result, [], _arrive(mine)))])
+    after = _by_warpgroup(wg.result, _arrive(other), [])
+    Rewriter.insert_op(_guarded(runs.result, after), InsertPoint.after(loop))
+    insert_before(anchor, _by_warpgroup(wg.result, _sync(mine), _sync(other)))
     later = arith.CmpiOp(body.args[0], loop.lb, "ne")
-    top = guarded(later.result, _by_warpgroup(wg.result, arrive(other), arrive(mine)))
+    top = _guarded(later.result, _by_warpgroup(wg.result, _arrive(other), _arrive(mine)))
     Rewriter.insert_op([later, top], InsertPoint.after(ahead))
 
 
@@ -327,16 +330,7 @@ def ping_pong_issue(loop: scf.ForOp) -> None:
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
 
-    def arrive(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
-
-    def sync(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
-
-    def guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
-        return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
-
-    insert_before(loop, [guarded(runs.result, _by_warpgroup(wg.result, [], arrive(first)))])
-    insert_before(ahead, _by_warpgroup(wg.result, sync(first), sync(second)))
-    handover = _by_warpgroup(wg.result, arrive(second), [guarded(ahead.cond, arrive(first))])
+    insert_before(loop, [_guarded(runs.result, _by_warpgroup(wg.result, [], _arrive(first)))])
+    insert_before(ahead, _by_warpgroup(wg.result, _sync(first), _sync(second)))
+    handover = _by_warpgroup(wg.result, _arrive(second), [_guarded(ahead.cond, _arrive(first))])
     insert_after(commit, handover)
