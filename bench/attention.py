@@ -1,14 +1,22 @@
-"""Attention forward on the H200: ours vs torch SDPA (flash, cuDNN) vs a Triton FlashAttention
-kernel (bench/triton_attention.py), all in the same process run.
+"""Attention forward on the H200: ours (the rotated key loop with and without ping-pong, and
+the straightforward schedule) against FlashAttention-4's Hopper path, cuDNN (through SDPA)
+and a Triton kernel with TMA descriptors (bench/triton_attention_tma.py), in one process.
 
 Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden 2048
-(heads = 2048 / d), seq 512 .. 16384, d 64 and 128, causal and not. TFLOP/s =
-4 * B * H * S^2 * d / t (halved when causal), medians of `triton.testing.do_bench`. Prints a
-table with ratios to each peer and writes JSON.
+(heads = 2048 / d), d 64 and 128, causal and not, f16 and bf16; plus grouped-query attention
+(`--gqa 32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t
+(halved when causal), medians of `triton.testing.do_bench`. One JSON row per configuration
+(the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_straightforward`
+(`SCHEDULES`), each peer under its own key (`fa4`, `cudnn`, `triton`; with `--weak-peers`
+also `sdpa_flash` and `triton_ptr`, the pointer-load Triton kernel), our ratios to each, each
+kernel's max abs error against SDPA, and the configuration keys (`d`, `seq`, `causal`,
+`dtype`, `heads`, `kv_heads`, `batch`). FA4 (`flash_attn.cute`) is imported lazily: absent,
+it is skipped with one message and its column is null.
 
-    python bench/attention.py [--dtype f16] [--seqs 512,2048] [--dims 128] [--stages 3]
-                              [--block-n 64] [--registers 24,240] [--pingpong]
-                              [--no-peers] [--out results.json]
+    python bench/attention.py [--dtypes f16,bf16] [--seqs 2048,16384] [--dims 64,128]
+                              [--gqa 32/8] [--gqa-seqs 4096,8192] [--no-peers]
+                              [--weak-peers] [--pingpong] [--stages 3] [--block-n 128]
+                              [--registers 24,240] [--out results.json]
 """
 
 from __future__ import annotations
@@ -27,147 +35,197 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from triton_attention import CONFIGS, launcher  # noqa: E402
+import triton_attention  # noqa: E402
+import triton_attention_tma  # noqa: E402
 
 from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOKENS, HIDDEN = 16384, 2048
+PEERS = ("fa4", "cudnn", "triton", "sdpa_flash", "triton_ptr")
+# Our schedules, all timed in every row: the library default (the rotated key loop), the
+# rotated loop with ping-pong of the two consumer warpgroups around the MMA issue, and the
+# straightforward schedule (softmax(j) under QK^T(j+1), P V(j) waited in its iteration).
+SCHEDULES = {
+    "ours": {"rotate": True, "pingpong": False},
+    "ours_pingpong": {"rotate": True, "pingpong": True},
+    "ours_straightforward": {"rotate": False, "pingpong": False},
+}
 
 
-def tflops(batch: int, heads: int, seq: int, d: int, causal: bool, ms: float) -> float:
-    flop = 4 * batch * heads * seq * seq * d * (0.5 if causal else 1.0)
-    return flop / (ms * 1e-3) / 1e12
+def tflops(row: dict, ms: float | None) -> float | None:
+    if ms is None:
+        return None
+    flop = 4 * row["batch"] * row["heads"] * row["seq"] ** 2 * row["d"]
+    return flop * (0.5 if row["causal"] else 1.0) / (ms * 1e-3) / 1e12
 
 
 def bench(fn) -> float:
     return float(triton.testing.do_bench(fn, warmup=25, rep=100))
 
 
-def sdpa(backend, q4, k4, v4, causal: bool):
-    def run() -> None:
-        with sdpa_kernel(backend):
-            torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, is_causal=causal)
-
-    return run
+_FA4: list = []  # [flash_attn_func or None], imported on first use
 
 
-def one(
-    d: int,
-    seq: int,
-    causal: bool,
-    dtype: str,
-    stages: int = 3,
-    block_n: int | None = None,
-    registers: tuple[int, int] | None = None,
-    pingpong: bool = False,
-    peers: bool = True,
-) -> dict:
-    heads, batch = HIDDEN // d, TOKENS // seq
-    bh = batch * heads
-    q, k, v = (torch.randn(bh, seq, d, device="cuda", dtype=DTYPES[dtype]) for _ in range(3))
+def fa4_function():
+    """FlashAttention-4's `flash_attn_func`, or None (reported once) when it is absent."""
+    if not _FA4:
+        try:
+            from flash_attn.cute import flash_attn_func
+        except Exception as exc:  # noqa: BLE001 (missing wheel, CuTe DSL, driver: skip the peer)
+            print(f"FA4 (flash_attn.cute) skipped: {type(exc).__name__}: {exc}", flush=True)
+            flash_attn_func = None
+        _FA4.append(flash_attn_func)
+    return _FA4[0]
+
+
+def measure(row: dict, name: str, fn, reference: torch.Tensor | None = None, out=None) -> None:
+    """Time `fn` into row[name] (TFLOP/s); an error becomes row[name] = None and a message."""
+    try:
+        if reference is not None:
+            result = fn()
+            torch.cuda.synchronize()
+            got = result if out is None else out()
+            row[f"{name}_max_abs_err"] = (got.float() - reference.float()).abs().max().item()
+        row[name] = tflops(row, bench(fn))
+    except Exception as exc:  # noqa: BLE001 (a peer that cannot run this configuration)
+        row[name] = None
+        row[f"{name}_error"] = (str(exc).splitlines() or [repr(exc)])[0][:200]
+
+
+def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
+        args: argparse.Namespace) -> dict:  # fmt: skip
+    batch = TOKENS // seq
+    row = {"d": d, "seq": seq, "causal": causal, "dtype": dtype, "heads": heads,
+           "kv_heads": kv_heads, "batch": batch}  # fmt: skip
+    element = DTYPES[dtype]
+    q = torch.randn(batch * heads, seq, d, device="cuda", dtype=element)
+    k, v = (torch.randn(batch * kv_heads, seq, d, device="cuda", dtype=element) for _ in "kv")
     o = torch.empty_like(q)
     sm_scale = 1.0 / math.sqrt(d)
-    row = {"d": d, "heads": heads, "batch": batch, "seq": seq, "causal": causal, "dtype": dtype}
-    q4, k4, v4 = (x.view(batch, heads, seq, d) for x in (q, k, v))
-    for name, backend in (
-        (
-            ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
-            ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
-        )
-        if peers
-        else ()
-    ):
-        try:
-            row[name] = tflops(
-                batch, heads, seq, d, causal, bench(sdpa(backend, q4, k4, v4, causal))
-            )
-        except RuntimeError as exc:  # backend not available for this configuration
-            row[name] = None
-            row[f"{name}_error"] = str(exc).splitlines()[0][:200]
-    best = None
-    for config in CONFIGS if peers else ():
-        try:
-            value = tflops(
-                batch, heads, seq, d, causal, bench(launcher(q, k, v, o, sm_scale, causal, config))
-            )
-        except Exception as exc:  # noqa: BLE001 (a config that does not compile: skip it)
-            row.setdefault("triton_errors", []).append(
-                f"{config}: {str(exc).splitlines()[0][:120]}"
-            )
-            continue
-        if best is None or value > best[0]:
-            best = (value, config)
-    row["triton"] = best[0] if best else None
-    row["triton_config"] = list(best[1]) if best else None
+    q4, k4, v4 = (x.view(batch, -1, seq, d) for x in (q, k, v))
+    gqa = {"enable_gqa": True} if kv_heads != heads else {}
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q4, k4, v4, is_causal=causal, scale=sm_scale, **gqa
+    )
+
+    def sdpa(backend):
+        def run():
+            with sdpa_kernel(backend):
+                return torch.nn.functional.scaled_dot_product_attention(
+                    q4, k4, v4, is_causal=causal, scale=sm_scale, **gqa
+                )
+
+        return run
+
+    if not args.no_peers:
+        fa4 = fa4_function()
+        if fa4 is not None:
+            qs, ks, vs = (x.transpose(1, 2).contiguous() for x in (q4, k4, v4))  # [B, S, H, D]
+
+            def run_fa4():
+                return fa4(qs, ks, vs, softmax_scale=sm_scale, causal=causal)[0].transpose(1, 2)
+
+            measure(row, "fa4", run_fa4, ref)
+        else:
+            row["fa4"] = None
+        measure(row, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION), ref)
+        ms, config, errors = triton_attention_tma.best(q, k, v, o, sm_scale, causal, heads, bench)
+        row["triton"], row["triton_config"] = tflops(row, ms), config
+        if errors:
+            row["triton_errors"] = errors
+    if args.weak_peers:
+        measure(row, "sdpa_flash", sdpa(SDPBackend.FLASH_ATTENTION))
+        if kv_heads == heads:
+            times = [bench(triton_attention.launcher(q, k, v, o, sm_scale, causal, c))
+                     for c in triton_attention.CONFIGS]  # fmt: skip
+            row["triton_ptr"] = tflops(row, min(times))
     # ours last: the peers are measured even if our kernel faults
-    kernel = compile_attention(d, dtype, causal, block_n, stages, registers, pingpong)
-    row["ours_config"] = {
-        "stages": stages, "block_n": block_n, "registers": registers, "pingpong": pingpong
-    }  # fmt: skip
-    ours = kernel.prepare(grid(seq, bh), q, k, v, o, seq, sm_scale)
-    ours()
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, is_causal=causal)
-    row["max_abs_err_vs_sdpa"] = (o.view_as(ref).float() - ref.float()).abs().max().item()
-    row["ours"] = tflops(batch, heads, seq, d, causal, bench(ours))
-    for peer in ("sdpa_flash", "sdpa_cudnn", "triton"):
-        row[f"ratio_{peer}"] = row["ours"] / row[peer] if row.get(peer) else None
+    registers = tuple(int(x) for x in args.registers.split(",")) if args.registers else None
+    options = {"block_n": args.block_n, "stages": args.stages, "registers": registers,
+               "group": heads // kv_heads}  # fmt: skip
+    for name, schedule in SCHEDULES.items():
+        pingpong = schedule["pingpong"] or args.pingpong
+        kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
+                                   pingpong=pingpong, **options)  # fmt: skip
+        launch = kernel.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
+        measure(row, name, launch, ref, out=lambda: o.view_as(ref))
+    row["ours_config"] = {**options, "registers": args.registers, "pingpong": args.pingpong}
+    for peer in PEERS:
+        row[f"ratio_{peer}"] = (
+            row["ours"] / row[peer] if row.get("ours") and row.get(peer) else None
+        )
+    for name in ("ours_pingpong", "ours_straightforward"):
+        if row.get("ours") and row.get(name):
+            row[f"{name}_over_ours"] = row[name] / row["ours"]
     return row
+
+
+def show(row: dict) -> str:
+    err = row.get("ours_max_abs_err", float("nan"))
+
+    def f(x):
+        return f"{x:6.0f}" if x else "   n/a"
+
+    def g(x):
+        return f"{x:6.2f}" if x else "   n/a"
+
+    return (
+        f"{row['dtype']:>4} {row['d']:>4} {row['heads']:>3}/{row['kv_heads']:<3} {row['seq']:>6} "
+        f"{str(row['causal']):>6} | {f(row.get('ours'))} {f(row.get('ours_pingpong'))} "
+        f"{f(row.get('ours_straightforward'))} {f(row.get('fa4'))} {f(row.get('cudnn'))} "
+        f"{f(row.get('triton'))} | {g(row.get('ratio_fa4'))} {g(row.get('ratio_cudnn'))} "
+        f"{g(row.get('ratio_triton'))}  {err:.1e}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dtype", default="f16", choices=sorted(DTYPES))
+    parser.add_argument("--dtypes", "--dtype", default="f16", help="f16, bf16 or both")
     parser.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
     parser.add_argument("--dims", default="64,128")
+    parser.add_argument("--gqa", default="", help="query/kv heads at d = 128, e.g. 32/8")
+    parser.add_argument("--gqa-seqs", default="4096,8192")
+    parser.add_argument("--no-peers", action="store_true", help="measure ours only")
+    parser.add_argument("--weak-peers", action="store_true", help="also SDPA flash, pointer Triton")
+    parser.add_argument("--pingpong", action="store_true", help="alternate the consumers' MMAs")
     parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
     parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
-    parser.add_argument(
-        "--registers", default=None, help="setmaxnreg producer,consumer (e.g. 24,240)"
-    )
-    parser.add_argument("--pingpong", action="store_true", help="alternate the consumers' MMAs")
-    parser.add_argument("--no-peers", action="store_true", help="measure ours only")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_f16.json"))
+    parser.add_argument("--registers", default=None, help="setmaxnreg producer,consumer")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention.json"))
     args = parser.parse_args(argv)
-    registers = tuple(int(x) for x in args.registers.split(",")) if args.registers else None
-    rows = []
-    header = (
-        f"{'d':>4} {'seq':>6} {'causal':>6} | {'ours':>6} {'flash':>6} {'cudnn':>6} "
-        f"{'triton':>6} | ours/flash ours/cudnn ours/triton  err"
-    )
-    print(header, flush=True)
-    start = time.time()
-    for d in (int(x) for x in args.dims.split(",")):
-        for causal in (False, True):
-            for seq in (int(x) for x in args.seqs.split(",")):
-                r = one(
-                    d, seq, causal, args.dtype, args.stages, args.block_n,
-                    registers, args.pingpong, not args.no_peers,
-                )  # fmt: skip
-                rows.append(r)
-
-                def f(x):
-                    return f"{x:6.0f}" if x else "   n/a"
-
-                def g(x):
-                    return f"{x:10.2f}" if x else "       n/a"
-
-                print(
-                    f"{d:>4} {seq:>6} {str(causal):>6} | {f(r['ours'])} {f(r.get('sdpa_flash'))} "
-                    f"{f(r.get('sdpa_cudnn'))} {f(r['triton'])} | {g(r['ratio_sdpa_flash'])} "
-                    f"{g(r['ratio_sdpa_cudnn'])} {g(r['ratio_triton'])}  "
-                    f"{r['max_abs_err_vs_sdpa']:.1e}",
-                    flush=True,
-                )
+    configs = [
+        (d, seq, causal, dtype, HIDDEN // d, HIDDEN // d)
+        for dtype in args.dtypes.split(",")
+        for d in (int(x) for x in args.dims.split(","))
+        for causal in (False, True)
+        for seq in (int(x) for x in args.seqs.split(","))
+    ]
+    if args.gqa:
+        heads, kv_heads = (int(x) for x in args.gqa.split("/"))
+        configs += [
+            (128, seq, causal, dtype, heads, kv_heads)
+            for dtype in args.dtypes.split(",")[:1]
+            for causal in (False, True)
+            for seq in (int(x) for x in args.gqa_seqs.split(","))
+        ]
     meta = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "triton": triton.__version__,
-        "dtype": args.dtype,
-        "seconds": round(time.time() - start, 1),
+        "pingpong": args.pingpong,
     }
-    Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(
+        "dtype    d   H/KV     seq causal |   ours  ppong  strfw    fa4  cudnn triton |   /fa4 "
+        "/cudnn /triton  err",
+        flush=True,
+    )
+    rows, start = [], time.time()
+    for config in configs:
+        rows.append(one(*config, args))
+        print(show(rows[-1]), flush=True)
+        meta["seconds"] = round(time.time() - start, 1)
+        Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print(f"wrote {args.out}")
     return 0
 

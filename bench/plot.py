@@ -2,8 +2,9 @@
 
 * bench/gemm.py: TFLOP/s against K, one panel per dtype (fp8 first); the peer is
   torch.matmul for f16/bf16 and torch._scaled_mm (unit scales, bf16 out) for fp8.
-* bench/attention.py: TFLOP/s against the sequence length, one panel per (head dim, causal);
-  the peers are SDPA's flash and cuDNN backends and the Triton kernel, ratios to Triton.
+* bench/attention.py: TFLOP/s against the sequence length,
+  one panel per (dtype, head dim, heads, causal); the peers FlashAttention-4, cuDNN and the
+  Triton TMA kernel where the run has them, ratios to FA4 (else Triton).
 
 python bench/plot.py bench/results/gemm.json bench/results/gemm.png
 """
@@ -54,22 +55,28 @@ def plot_gemm(plt, rows: list[dict]):
     return fig
 
 
-ATTENTION_PEERS = (("sdpa_flash", "SDPA flash (FA2)", "s--"), ("sdpa_cudnn", "SDPA cuDNN", "^--"),
-                   ("triton", "Triton", "d--"))  # fmt: skip
+ATTENTION_PEERS = (("ours_straightforward", "tawa-xdsl, straightforward schedule", "o:"),
+                   ("fa4", "FlashAttention-4 (Hopper)", "s--"), ("cudnn", "cuDNN", "^--"),
+                   ("triton", "Triton, TMA descriptors", "d--"))  # fmt: skip
 
 
 def plot_attention(plt, rows: list[dict]):
-    panels = sorted({(r["d"], r["causal"]) for r in rows})
+    def panel(r: dict) -> tuple:
+        return r["dtype"], r["d"], r.get("heads"), r.get("kv_heads"), r["causal"]
+
+    panels = sorted({panel(r) for r in rows}, key=str)
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
-    for ax, (dim, causal) in zip(axes[0], panels, strict=True):
-        these = sorted((r for r in rows if (r["d"], r["causal"]) == (dim, causal)),
-                       key=lambda r: r["seq"])  # fmt: skip
+    for ax, key in zip(axes[0], panels, strict=True):
+        dim, causal = key[1], key[-1]
+        these = sorted((r for r in rows if panel(r) == key), key=lambda r: r["seq"])
         seqs = [r["seq"] for r in these]
         ax.plot(seqs, [r["ours"] for r in these], "o-", label="tawa-xdsl")
         for key, label, style in ATTENTION_PEERS:
-            ax.plot(seqs, [r[key] for r in these], style, label=label)
+            if all(r.get(key) for r in these):  # a peer absent from the run is not drawn
+                ax.plot(seqs, [r[key] for r in these], style, label=label)
+        peer = "fa4" if all(r.get("ratio_fa4") for r in these) else "triton"
         for r in these:
-            ratio = f"{r['ratio_triton']:.2f}x"
+            ratio = f"{r[f'ratio_{peer}']:.2f}x {peer}"
             ax.annotate(ratio, (r["seq"], r["ours"]), textcoords="offset points",
                         xytext=(0, -14), ha="center", fontsize=8)  # fmt: skip
         ax.set_xscale("log", base=2)
@@ -77,7 +84,8 @@ def plot_attention(plt, rows: list[dict]):
         ax.set_xlabel("sequence length (16K tokens per batch)")
         ax.set_ylabel("TFLOP/s")
         mask = "causal" if causal else "full"
-        ax.set_title(f"attention fwd {these[0]['dtype']}, d = {dim}, {mask}")
+        heads = f", {key[2]}/{key[3]} heads" if key[2] != key[3] else ""
+        ax.set_title(f"attention fwd {these[0]['dtype']}, d = {dim}{heads}, {mask}")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)

@@ -79,6 +79,9 @@ class CompileOptions:
     registers: tuple[int, int] | None = None
     # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers)
     pingpong: bool = False
+    # attention: rotate the key loop (software-pipeline): QK^T(j+1) and P V(j) issued back
+    # to back, the softmax of j+1 under P V(j) (FlashAttention-3's two-stage pipeline)
+    rotate: bool = False
 
     def __post_init__(self) -> None:
         for option in fields(self):
@@ -121,6 +124,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "verify": BOOL,
     "registers": (is_registers, "None or (producer, consumer) ints"),
     "pingpong": BOOL,
+    "rotate": BOOL,
 }
 
 # Launch keyword -> CompileOptions field: Triton's name where Triton has the option.
@@ -177,6 +181,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 consumers=options.consumers,
                 persistent=options.persistent,
                 epilogue=options.epilogue,
+                rotate=options.rotate,
             ),
         ),
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),

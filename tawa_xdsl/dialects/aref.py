@@ -81,6 +81,11 @@ PEELED_ATTR = "tawa.peeled"
 # `nvgpu.mbarrier_arrive` it becomes, and the lag of an `aref.drain` on the loop it becomes.
 LAG_ATTR = "tawa.lag"
 DRAIN_ATTR = "tawa.drain"
+# The wgmma retirement a schedule pass decided (software-pipeline, rotated): IN_FLIGHT_ATTR
+# (unit) on a `tile.dot` whose wgmma is not waited for after its commit; MMA_WAIT_ATTR = N
+# (i32) on an op: `wgmma_wait_group N` right before it (all but the N newest groups done).
+IN_FLIGHT_ATTR = "tawa.in_flight"
+MMA_WAIT_ATTR = "tawa.mma_wait"
 
 # Register budgets per thread, as the Tawa paper sets them: the producer only computes
 # addresses, the consumers hold the accumulators. One producer and two consumer warpgroups of

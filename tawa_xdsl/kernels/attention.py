@@ -28,7 +28,6 @@ the same program.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from xdsl.dialects.builtin import ModuleOp
@@ -177,6 +176,26 @@ def tile_module(
     return kernel.module.clone()
 
 
+def compile_options(
+    head_dim: int,
+    block_n: int | None = None,
+    stages: int = 3,
+    registers: tuple[int, int] | None = None,
+    pingpong: bool = False,
+    mma_depth: int = 1,
+    rotate: bool = True,
+) -> CompileOptions:
+    """The options of the tuned attention (`compile_attention` says what each one does)."""
+    return CompileOptions(
+        stages=stages,
+        mma_depth=mma_depth,
+        consumers=2,
+        registers=registers or default_registers(head_dim, block_n or default_block_n(head_dim)),
+        pingpong=pingpong,
+        rotate=rotate,
+    )
+
+
 @functools.cache
 def compile_attention(
     head_dim: int,
@@ -188,6 +207,8 @@ def compile_attention(
     pingpong: bool = False,
     mma_depth: int = 1,
     return_lse: bool = False,
+    rotate: bool = True,
+    group: int = 1,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -195,17 +216,15 @@ def compile_attention(
     setmaxnreg split (`default_registers`); `pingpong` alternates the two consumer
     warpgroups' MMA issue with named barriers (CompileOptions.pingpong). MMA depth 1: each
     iteration waits for its P V (a wgmma in flight across the loop's back edge, under a
-    rescale of O, makes ptxas serialize them all), so V(j) is released in iteration j."""
+    rescale of O, makes ptxas serialize them all), so V(j) is released in iteration j.
+    `rotate` (CompileOptions.rotate): iteration j issues QK^T(j+1) and P V(j) back to back
+    and runs the softmax of j+1 under P V(j), P held in registers as 16-bit
+    (FlashAttention-3's two-stage pipeline); False: the softmax of j under QK^T(j+1).
+    `group` query heads share each K/V head (GQA, `tile_module`)."""
     bn = block_n or default_block_n(head_dim)
-    options = CompileOptions(
-        stages=stages,
-        mma_depth=mma_depth,
-        consumers=2,
-        registers=registers or default_registers(head_dim, bn),
-    )
-    if pingpong:
-        options = dataclasses.replace(options, pingpong=True)
-    return compile_to_ptx(tile_module(head_dim, dtype, causal, bn, return_lse), options)
+    options = compile_options(head_dim, bn, stages, registers, pingpong, mma_depth, rotate)
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group)
+    return compile_to_ptx(module, options)
 
 
 def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:

@@ -281,6 +281,7 @@ class ConsumerLowering:
 
     def op(self, op: Operation) -> None:
         """Lower `op`; a tile no fragment layout holds is refused naming `op`."""
+        wgmma.wait_before(op)
         try:
             self.lower(op)
         except (ValueError, VerifyException) as error:

@@ -58,6 +58,8 @@ class WarpSpecializePass(ModulePass):
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
       attention: bool = True     software-pipeline the attention consumer (QK^T of j+1 before
                                  softmax of j); other kernels are left alone.
+      rotate: bool = False       software-pipeline's rotation (the softmax of j+1 under
+                                 P V(j), FA3's two-stage pipeline).
       epilogue: str = "global"   lower-to-nvgpu's epilogue (its staging buffers count
                                  against the shared memory the rings may take).
     """
@@ -70,6 +72,7 @@ class WarpSpecializePass(ModulePass):
     persistent: bool = False
     attention: bool = True
     epilogue: str = "global"
+    rotate: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
@@ -80,7 +83,7 @@ class WarpSpecializePass(ModulePass):
             DistributePass(),
             CooperativeConsumersPass(consumers=self.consumers),
         ]
-        passes += [SoftwarePipelinePass()] if self.attention else []
+        passes += [SoftwarePipelinePass(rotate=self.rotate)] if self.attention else []
         passes += [MmaLagPass(mma_depth=self.mma_depth), PlaceReleasesPass()]
         for p in passes:
             p.apply(ctx, op)

@@ -1,7 +1,8 @@
 """The generated warp-specialized attention forward on the GPU against a float32 reference.
 
 The library kernel `tawa_xdsl.kernels.attention.attn_fwd` (through `compile_attention`:
-BLOCK_M = 128 over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128) ->
+BLOCK_M = 128 over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128; the
+rotated key loop by default, the straightforward schedule among the variants) ->
 compile_to_ptx -> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned
 output. Head dims 64 and 128, causal and not, f16 and bf16, sequence lengths that are and are
 not multiples of the blocks (TMA zero-fill, masked keys, clipped stores).
@@ -50,10 +51,11 @@ def test_attention_matches_float32(dtype: str, head_dim: int, causal: bool, seq:
     assert err < (2e-2 if dtype == "f16" else 4e-2), f"max abs error {err}"
 
 
-VARIANTS = {  # (block_n, pingpong): candidate schedules, checked before they become defaults
-    "bn128": (128, False),
-    "pingpong": (None, True),
-    "bn128-pingpong": (128, True),
+VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, no ping-pong)
+    "straightforward": {"rotate": False},
+    "pingpong": {"pingpong": True},
+    "straightforward-pingpong": {"rotate": False, "pingpong": True},
+    "bn64": {"block_n": 64},
 }
 
 
@@ -65,20 +67,42 @@ VARIANTS = {  # (block_n, pingpong): candidate schedules, checked before they be
 def test_attention_variants_match_float32(
     variant: str, head_dim: int, causal: bool, seq: int
 ) -> None:
-    """BLOCK_N = 128 (24/240 registers at d = 128) and the ping-pong schedule, f16."""
-    block_n, pingpong = VARIANTS[variant]
+    """The straightforward schedule (softmax(j) under QK^T(j+1)), ping-pong over either
+    schedule and 64 keys per step, f16."""
     torch.manual_seed(seq + head_dim)
     shape = (3, seq, head_dim)
     q, k, v = (torch.randn(shape, device="cuda").half() for _ in range(3))
     o = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
     sm_scale = 1.0 / math.sqrt(head_dim)
-    kernel = compile_attention(head_dim, "f16", causal, block_n, pingpong=pingpong)
+    kernel = compile_attention(head_dim, "f16", causal, **VARIANTS[variant])
     kernel.launch(grid(seq, 3), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     expected = reference(q, k, v, sm_scale, causal)
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
     err = (o.float() - expected).abs().max().item()
     assert err < 2e-2, f"max abs error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_gqa_attention_matches_float32(causal: bool, rotate: bool) -> None:
+    """Grouped-query attention (4 query heads per K/V head, d = 128, bf16): query head h
+    reads K/V head h // 4 of the flattened [batch * heads] axis."""
+    torch.manual_seed(5)
+    heads, group, seq, head_dim = 8, 4, 1000, 128
+    q = torch.randn(heads, seq, head_dim, device="cuda").bfloat16()
+    k, v = (torch.randn(heads // group, seq, head_dim, device="cuda").bfloat16() for _ in "kv")
+    o = torch.full_like(q, float("nan"))
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    kernel = compile_attention(head_dim, "bf16", causal, rotate=rotate, group=group)
+    kernel.launch(grid(seq, heads), q, k, v, o, seq, sm_scale)
+    torch.cuda.synchronize()
+    k_all, v_all = (x.repeat_interleave(group, 0) for x in (k, v))
+    expected = reference(q, k_all, v_all, sm_scale, causal)
+    assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
+    err = (o.float() - expected).abs().max().item()
+    assert err < 4e-2, f"max abs error {err}"
 
 
 @pytest.mark.gpu

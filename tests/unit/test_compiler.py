@@ -53,7 +53,7 @@ def test_every_option_has_one_launch_name() -> None:
     assert sorted(LAUNCH_OPTIONS.values()) == sorted(f.name for f in fields(CompileOptions))
     changed = {
         "stages": 3, "mma_depth": 1, "consumers": 1, "persistent": True, "epilogue": "tma",
-        "verify": False, "registers": (24, 240), "pingpong": True,
+        "verify": False, "registers": (24, 240), "pingpong": True, "rotate": True,
     }  # fmt: skip
     default = CompileOptions()
     for launch, name in LAUNCH_OPTIONS.items():

@@ -60,19 +60,64 @@ def test_register_a_operand_feeds_pv() -> None:
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_pingpong_assembles(head_dim: int, causal: bool) -> None:
-    """Ping-pong: each consumer warpgroup syncs at its own named barrier (3 or 4) before
-    P V and arrives at the other's after the lookahead QK^T, plus the start and end arrives."""
-    ptx = compile_attention(head_dim, "f16", causal, pingpong=True).ptx
+def test_straightforward_schedule_assembles(head_dim: int, causal: bool) -> None:
+    """The unrotated schedule (softmax(j) under QK^T(j+1), P V(j) waited in its iteration)
+    stays available for the bench: it assembles as cleanly."""
+    ptx = compile_attention(head_dim, "f16", causal, rotate=False).ptx
     check(ptx)
+    loop = loop_body(ptx)
+    commits = [i for i, line in enumerate(loop) if "wgmma.commit_group" in line]
+    assert len(commits) == 2 and "wait_group.sync.aligned 0" in loop[commits[1] + 1]
+
+
+def loop_body(ptx: str) -> list[str]:
+    """The lines of the consumer's key loop: the last `$L_for` label to its back branch."""
     lines = ptx.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("$L_for_"))
+    label = lines[start].rstrip(":")
+    end = next(i for i in range(start, len(lines)) if f"bra.uni {label};" in lines[i])
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_rotated_loop_issues_both_mmas_before_waiting(head_dim: int, causal: bool) -> None:
+    """The rotated loop: QK^T(j+1) and P V(j) committed back to back with no wait between,
+    then `wait_group 1` (QK^T(j+1) done, P V(j) in flight) before any ex2 of the softmax,
+    `wait_group 0` after it; nothing in flight at the back edge."""
+    loop = loop_body(compile_attention(head_dim, "f16", causal).ptx)
+    commits = [i for i, line in enumerate(loop) if "wgmma.commit_group" in line]
+    waits = [i for i, line in enumerate(loop) if "wgmma.wait_group" in line]
+    ex2 = [i for i, line in enumerate(loop) if "ex2.approx" in line]
+    assert len(commits) == 2 and not any(commits[0] < w < commits[1] for w in waits)
+    first = min(w for w in waits if w > commits[1])
+    assert loop[first].strip() == "wgmma.wait_group.sync.aligned 1;"
+    assert first < min(ex2)
+    assert loop[max(waits)].strip() == "wgmma.wait_group.sync.aligned 0;" and max(waits) > max(ex2)
+
+
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_pingpong_assembles(head_dim: int, causal: bool, rotate: bool) -> None:
+    """Ping-pong: each consumer warpgroup syncs at its own named barrier (3 or 4) once per
+    iteration. Rotated: the turn is the issue of QK^T(j+1) and P V(j) (sync before the first,
+    arrives after the second; warpgroup 1's first arrive before the loop: 3 arrives).
+    Straightforward: from P V(j) to QK^T(j+2), plus the start and end arrives (4)."""
+    ptx = compile_attention(head_dim, "f16", causal, pingpong=True, rotate=rotate).ptx
+    check(ptx)
+    lines = loop_body(ptx)
     syncs = [
         i for i, line in enumerate(lines) if "bar.sync 3, 256" in line or "bar.sync 4, 256" in line
     ]
-    arrives = [i for i, line in enumerate(lines) if "bar.arrive" in line]
+    arrives = [i for i, line in enumerate(ptx.splitlines()) if "bar.arrive" in line]
+    in_loop = [i for i, line in enumerate(lines) if "bar.arrive" in line]
     rs = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line and "}, {%" in line]
-    assert len(syncs) == 2 and len(arrives) == 4
+    ss = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line and "}, {%" not in line]
+    assert len(syncs) == 2 and len(arrives) == (3 if rotate else 4)
     assert max(syncs) < min(rs)
+    if rotate:
+        assert max(syncs) < min(ss) and min(in_loop) > max(rs)
 
 
 def test_block_n_128_d128_fits_240_registers() -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects import arith, func, math
+from xdsl.dialects import arith, func, math, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -95,15 +95,66 @@ def fragment_of(ty: TensorType) -> FragmentType:
     return FragmentType(FragmentLayout.WGMMA_ACC, shape, ty.element_type)
 
 
+def _carried(value: SSAValue) -> list[SSAValue]:
+    """The values `value` is carried on as: a loop result is its block argument's."""
+    owner = value.owner
+    if isinstance(owner, scf.ForOp):
+        return [owner.body.block.args[list(owner.results).index(value) + 1]]
+    return []
+
+
+def _flows_to(use_op: Operation, index: int) -> list[SSAValue] | None:
+    """Where an operand at `index` of `use_op` is carried (loop arguments and results,
+    branch results), or None when `use_op` reads it."""
+    if isinstance(use_op, scf.YieldOp):
+        parent = use_op.parent_op()
+        if isinstance(parent, scf.ForOp):
+            return [parent.body.block.args[index + 1], parent.results[index]]
+        if isinstance(parent, scf.IfOp):
+            return [parent.results[index]]
+    if isinstance(use_op, scf.ForOp) and index >= 3:
+        return [use_op.body.block.args[index - 2], use_op.results[index - 3]]
+    return None
+
+
+def feeds_only_a(value: SSAValue) -> bool:
+    """Whether `value`, followed wherever loops and branches carry it, is read only as the A
+    operand of dots (at least once): it is then held in wgmma's A layout throughout (P of a
+    rotated attention loop, carried into the next iteration's P V)."""
+    seen: set[SSAValue] = set()
+    frontier, read_as_a = [value], False
+    while frontier:
+        current = frontier.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        frontier.extend(_carried(current))
+        for use in current.uses:
+            if use.index == 0 and isinstance(use.operation, tile.DotOp | nvgpu.WgmmaMmaAsyncRsOp):
+                read_as_a = True
+                continue
+            carried = _flows_to(use.operation, use.index)
+            if carried is None:
+                return False
+            frontier.extend(carried)
+    return read_as_a
+
+
+def operand_a_of(ty: TensorType) -> FragmentType:
+    return FragmentType(FragmentLayout.WGMMA_OPERAND_A, ty.get_shape(), ty.element_type)
+
+
 def retype(op: Operation, values: list[SSAValue]) -> None:
-    """The tiles `op` carries (loop arguments and results, branch results) become fragments;
-    index and mask tiles cannot (they are never materialized)."""
+    """The tiles `op` carries (loop arguments and results, branch results) become fragments
+    (wgmma's A layout where they only feed dots as A, `feeds_only_a`); index and mask tiles
+    cannot (they are never materialized)."""
     for value in values:
         if is_tile(value):
             if is_index_tile(value):
                 raise fail(op, "carries an index or mask tile (they are not materialized)")
             assert isinstance(value.type, TensorType)
-            Rewriter.replace_value_with_new_type(value, fragment_of(value.type))
+            carried = operand_a_of(value.type) if feeds_only_a(value) else None
+            Rewriter.replace_value_with_new_type(value, carried or fragment_of(value.type))
 
 
 def splat(op: tile.SplatOp) -> None:
@@ -111,14 +162,18 @@ def splat(op: tile.SplatOp) -> None:
     immediates)."""
     ty = op.result.type
     assert isinstance(ty, TensorType)
-    value, frag = op.operands[0], fragment_of(ty)
+    value = op.operands[0]
+    frag = operand_a_of(ty) if feeds_only_a(op.result) else fragment_of(ty)
     constant = value.owner
     if isinstance(constant, arith.ConstantOp) and isinstance(
         ty.element_type, Float16Type | BFloat16Type
     ):
         assert isinstance(constant.value, FloatAttr)
         wide = arith.ConstantOp(FloatAttr(constant.value.value.data, Float32Type()))
-        spread = nvgpu.FragmentSplatOp(wide.result, FragmentType(frag.kind, frag.get_shape(), f32))
+        kind = (
+            FragmentLayout.WGMMA_ACC if frag.kind == FragmentLayout.WGMMA_OPERAND_A else frag.kind
+        )
+        spread = nvgpu.FragmentSplatOp(wide.result, FragmentType(kind, frag.get_shape(), f32))
         Rewriter.replace_op(op, [wide, spread, nvgpu.FragmentConvertOp(spread.result, frag)])
         if not constant.result.uses:
             Rewriter.erase_op(constant)
@@ -172,10 +227,10 @@ def convert(op: tile.ConvertOp) -> None:
     ty = op.result.type
     assert isinstance(ty, TensorType)
     feeds_a = any(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses)
-    if feeds_a:
-        if not all(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses):
-            raise fail(op, "feeds a dot's A operand and something else")
-        result = FragmentType(FragmentLayout.WGMMA_OPERAND_A, ty.get_shape(), ty.element_type)
+    if feeds_only_a(op.result):
+        result = operand_a_of(ty)
+    elif feeds_a:
+        raise fail(op, "feeds a dot's A operand and something else")
     elif isinstance(source := op.operands[0].type, FragmentType):  # the layout is kept
         result = FragmentType(source.kind, ty.get_shape(), ty.element_type)
     else:

@@ -35,6 +35,13 @@ there at the aref level, so the mbarrier-level protocol `tawa-verify` proves aft
 
 **Ping-pong** (option `pingpong`, a group of two warpgroups, in every loop `overlap_mmas`
 rewrote): the two warpgroups take turns issuing their MMAs (`ping_pong`).
+
+**Placed waits** (a loop `software-pipeline` rotated): the schedule is data on the tile ops,
+read here and nowhere decided: a dot with `tawa.in_flight` is not waited for after its
+commit, an op with `tawa.mma_wait = N` gets `wgmma_wait_group N` right before it
+(`wait_before`), and the loop keeps those waits (no closing wait after its last commit; the
+lookahead's else-branch S is left undefined, it only reaches the branch on the same guard).
+With `pingpong` the turn covers the issue of both MMAs only (`ping_pong_issue`).
 """
 
 from __future__ import annotations
@@ -72,9 +79,27 @@ def dot(op: tile.DotOp, views: dict[SSAValue, SmemView], dead: list[Operation]) 
     else:
         raise fail(op, "needs A from an smem slot or a register fragment")
     tail: list[Operation] = [nvgpu.WgmmaCommitGroupOp()]
-    if not stays_in_flight(op):
+    if not stays_in_flight(op) and aref.IN_FLIGHT_ATTR not in op.attributes:
         tail.append(nvgpu.WgmmaWaitGroupOp(0))
     Rewriter.replace_op(op, [nvgpu.WgmmaFenceOp(), mma, *tail], [mma.results[0]])
+
+
+def wait_before(op: Operation) -> None:
+    """The `wgmma_wait_group N` a schedule pass placed before `op` (`tawa.mma_wait = N`),
+    marked as placed so the loop keeps it (`schedule_loop`)."""
+    depth = op.attributes.get(aref.MMA_WAIT_ATTR)
+    if isinstance(depth, IntegerAttr):
+        wait = nvgpu.WgmmaWaitGroupOp(depth.value.data)
+        wait.attributes[aref.MMA_WAIT_ATTR] = depth
+        insert_before(op, [wait])
+
+
+def placed_waits(body: Block) -> bool:
+    """Whether a schedule pass placed the waits of `body` (`wait_before`)."""
+    return any(
+        isinstance(op, nvgpu.WgmmaWaitGroupOp) and aref.MMA_WAIT_ATTR in op.attributes
+        for op in body.walk()
+    )
 
 
 def stays_in_flight(op: tile.DotOp) -> bool:
@@ -107,10 +132,18 @@ def schedule_loop(loop: scf.ForOp, pingpong: bool = False, warpgroups: int = 1) 
     if overlap_mmas(loop) and pingpong and warpgroups == 2:
         ping_pong(loop)
     body = loop.body.block
+    placed = placed_waits(body)
+    if placed:
+        for op in body.ops:
+            if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0 and op.results:
+                _leave_undefined(op, loop)
+        if pingpong and warpgroups == 2:
+            ping_pong_issue(loop)
     commits = [o for o in body.ops if isinstance(o, nvgpu.WgmmaCommitGroupOp)]
     if commits:
-        # A body that already waits right after its last commit keeps its own waits.
-        if not isinstance(commits[-1].next_op, nvgpu.WgmmaWaitGroupOp):
+        # A body that already waits right after its last commit, or whose waits the
+        # schedule placed, keeps its own waits.
+        if not placed and not isinstance(commits[-1].next_op, nvgpu.WgmmaWaitGroupOp):
             insert_after(commits[-1], [nvgpu.WgmmaWaitGroupOp(release_lag(body))])
         insert_after(loop, [nvgpu.WgmmaWaitGroupOp(0)])
 
@@ -179,9 +212,14 @@ def _leave_undefined(ahead: scf.IfOp, loop: scf.ForOp) -> None:
     operands = list(else_yield.operands)
     for k, (result, value) in enumerate(zip(ahead.results, operands, strict=True)):
         uses = list(result.uses)
-        if not isinstance(value.type, FragmentType) or len(uses) != 1:
+        if not isinstance(value.type, FragmentType) or not uses:
             continue
-        if uses[0].operation is not loop_yield or loop.results[uses[0].index].uses:
+        unused = (
+            len(uses) == 1
+            and uses[0].operation is loop_yield
+            and not loop.results[uses[0].index].uses
+        )
+        if not unused and not all(_under(use.operation, ahead.cond) for use in uses):
             continue
         undef = nvgpu.FragmentUndefOp(value.type)
         Rewriter.insert_op(undef, InsertPoint.before(else_yield))
@@ -196,6 +234,16 @@ def _leave_undefined(ahead: scf.IfOp, loop: scf.ForOp) -> None:
                 Rewriter.erase_op(scalar)
 
 
+def _under(op: Operation, cond: SSAValue) -> bool:
+    """Whether `op` runs only when `cond` holds (in the then-region of an `scf.if` on it)."""
+    while (parent := op.parent_op()) is not None:
+        if isinstance(parent, scf.IfOp) and parent.cond is cond:
+            if op.parent_region() is parent.true_region:
+                return True
+        op = parent
+    return False
+
+
 # The named barrier of consumer warpgroup 0 and 1 (1: lower-aref's producer barrier, 2: the
 # TMA epilogue's): a warpgroup waits at its own for its turn and arrives at the other's.
 PINGPONG_THREADS = 256  # one warpgroup syncs, the other arrives
@@ -207,6 +255,18 @@ def _by_warpgroup(wg: SSAValue, first: list[Operation], second: list[Operation])
     is_first = arith.CmpiOp(wg, zero, "eq")
     branch = scf.IfOp(is_first, [], [*first, scf.YieldOp()], [*second, scf.YieldOp()])
     return [zero, is_first, branch]
+
+
+def _arrive(barrier: int) -> list[Operation]:
+    return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
+
+
+def _sync(barrier: int) -> list[Operation]:
+    return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
+
+
+def _guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
+    return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
 
 
 def ping_pong(loop: scf.ForOp) -> None:
@@ -236,19 +296,41 @@ def ping_pong(loop: scf.ForOp) -> None:
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
 
-    def arrive(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierArriveOp(barrier, PINGPONG_THREADS)]
-
-    def sync(barrier: int) -> list[Operation]:
-        return [nvgpu.NamedBarrierSyncOp(barrier, PINGPONG_THREADS)]
-
-    def guarded(cond: SSAValue, ops: list[Operation]) -> scf.IfOp:
-        return scf.IfOp(cond, [], [*ops, scf.YieldOp()])
-
-    insert_before(loop, [guarded(runs.result, _by_warpgroup(wg.result, [], arrive(mine)))])
-    after = _by_warpgroup(wg.result, arrive(other), [])
-    Rewriter.insert_op(guarded(runs.result, after), InsertPoint.after(loop))
-    insert_before(anchor, _by_warpgroup(wg.result, sync(mine), sync(other)))
+    insert_before(loop, [_guarded(runs.result, _by_warpgroup(wg.result, [], _arrive(mine)))])
+    after = _by_warpgroup(wg.result, _arrive(other), [])
+    Rewriter.insert_op(_guarded(runs.result, after), InsertPoint.after(loop))
+    insert_before(anchor, _by_warpgroup(wg.result, _sync(mine), _sync(other)))
     later = arith.CmpiOp(body.args[0], loop.lb, "ne")
-    top = guarded(later.result, _by_warpgroup(wg.result, arrive(other), arrive(mine)))
+    top = _guarded(later.result, _by_warpgroup(wg.result, _arrive(other), _arrive(mine)))
     Rewriter.insert_op([later, top], InsertPoint.after(ahead))
+
+
+def ping_pong_issue(loop: scf.ForOp) -> None:
+    """Take turns with the other consumer warpgroup issuing the MMAs of a rotated loop: the
+    turn covers the issue of QK^T(j+1) and P V(j) only, so one warpgroup's softmax runs
+    under the other's wgmmas (FlashAttention-3's ping-pong with its two-stage pipeline):
+
+        if (wg == 1 && lb < ub) arrive(bar[0])          -- warpgroup 0 goes first
+        for j:
+          sync(bar[wg])                                 -- my turn
+          QK^T(j+1); P V(j)
+          if (wg == 0) arrive(bar[1]) else if (j+1 < ub) arrive(bar[0])
+          softmax(j+1) ...
+
+    Warpgroup 0 syncs n times at bar[0] and warpgroup 1 arrives there n times (once before
+    the loop, then in every iteration but the last); bar[1] the other way round, n each:
+    none is left pending."""
+    body = loop.body.block
+    pv = next(op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp))
+    commit = pv.next_op
+    ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
+    assert isinstance(commit, nvgpu.WgmmaCommitGroupOp)
+    first, second = PINGPONG_BARRIER_IDS
+    wg = aref.WarpgroupIndexOp()
+    runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
+    insert_before(loop, [wg, runs])
+
+    insert_before(loop, [_guarded(runs.result, _by_warpgroup(wg.result, [], _arrive(first)))])
+    insert_before(ahead, _by_warpgroup(wg.result, _sync(first), _sync(second)))
+    handover = _by_warpgroup(wg.result, _arrive(second), [_guarded(ahead.cond, _arrive(first))])
+    insert_after(commit, handover)

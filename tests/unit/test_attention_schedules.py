@@ -1,0 +1,101 @@
+"""The library attention under both key-loop schedules, at every level against the tile level.
+
+`compile_attention(rotate=True)` (the default) rotates the loop (software-pipeline's
+rotation: QK^T(j+1) and P V(j) issued back to back, the softmax of j+1 under P V(j), P held
+as 16-bit wgmma A registers across the back edge); `rotate=False` keeps the softmax of j
+under QK^T(j+1). Both must compute what the tile program computes: at the aref level (warp
+groups as coroutines, under several interleavings), the mbarrier level (after lower-aref)
+and the nvgpu level (every thread's fragments, wgmma retired by wait_group), with and
+without ping-pong; and the protocol proof must accept both (compile_to_ptx proves it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, lower_to_nvgpu_level
+from tawa_xdsl.dialects import make_context
+from tawa_xdsl.interp.aref import run_warp_specialized
+from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
+from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
+from tawa_xdsl.interp.tile import run_kernel
+from tawa_xdsl.kernels import attention
+from tawa_xdsl.transforms.lower_aref import LowerArefPass
+from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
+
+HEADS, HEAD_DIM, SCALE = 2, 64, 0.125
+OPTIONS = CompileOptions(stages=3, mma_depth=1, consumers=2, verify=False)
+
+
+def inputs(seq: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seq)
+    return [rng.standard_normal((HEADS, seq, HEAD_DIM)).astype(np.float16) for _ in "qkv"]
+
+
+def tile_level(module, seq: int) -> np.ndarray:
+    q, k, v = inputs(seq)
+    o = np.zeros_like(q)
+    run_kernel(module, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])
+    return o
+
+
+def close(got: np.ndarray, expected: np.ndarray) -> None:
+    # exp2 is the GPU's ex2.approx below the tile level: within an f16 ulp
+    np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32),
+                               rtol=2**-10, atol=2**-12)  # fmt: skip
+
+
+def aref_module(module, rotate: bool):
+    result = module.clone()
+    WarpSpecializePass(stages=3, mma_depth=1, consumers=2, rotate=rotate).apply(
+        make_context(), result
+    )
+    return result
+
+
+# 100: one key block (the loop's only iteration has no lookahead); 300 and 257: a ragged
+# last block, causal and not.
+@pytest.mark.parametrize("seq", [100, 257, 300])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
+def test_aref_and_mbarrier_levels_match_the_tile_level(rotate: bool, causal: bool, seq: int):
+    module = attention.tile_module(HEAD_DIM, "f16", causal)
+    expected = tile_level(module, seq)
+    ws = aref_module(module, rotate)
+    lowered = ws.clone()
+    LowerArefPass().apply(make_context(), lowered)
+    q, k, v = inputs(seq)
+    for schedule in ("random", "producer-first", "consumer-first"):
+        o = np.zeros_like(q)
+        run_warp_specialized(ws, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE],
+                             schedule=schedule)  # fmt: skip
+        close(o, expected)
+    o = np.zeros_like(q)
+    run_mbarrier_kernel(lowered, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])
+    close(o, expected)
+
+
+@pytest.mark.parametrize("pingpong", [False, True], ids=["one-turn", "pingpong"])
+@pytest.mark.parametrize(("causal", "seq"), [(False, 300), (True, 257), (True, 100)])
+@pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
+def test_nvgpu_level_matches_the_tile_level(rotate: bool, causal: bool, seq: int, pingpong):
+    module = attention.tile_module(HEAD_DIM, "f16", causal)
+    expected = tile_level(module, seq)
+    options = dataclasses.replace(OPTIONS, rotate=rotate, pingpong=pingpong)
+    nvgpu = lower_to_nvgpu_level(module, options)
+    q, k, v = inputs(seq)
+    o = np.zeros_like(q)
+    run_nvgpu_kernel(nvgpu, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])
+    close(o, expected)
+
+
+@pytest.mark.parametrize("pingpong", [False, True], ids=["one-turn", "pingpong"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_proof_accepts_the_rotated_schedule(causal: bool, pingpong: bool) -> None:
+    """compile_to_ptx proves the nvgpu IR it prints (a ProtocolError otherwise)."""
+    options = dataclasses.replace(OPTIONS, verify=True, rotate=True, pingpong=pingpong)
+    kernel = compile_to_ptx(attention.tile_module(128, "bf16", causal), options)
+    assert kernel.ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
