@@ -903,15 +903,17 @@ class _GroupWalker:
                     raise fail(op, "a drain under other conditions than its loop")
                 self.seg.drains.append((op, step))
                 continue
+            peeled = self.in_kind("peeled") is not None
+            if not peeled:
+                self.enter(loops[:level], op)  # first: a repeat is one of the same loop's
             if _repeats(step, self.seg.steps):
                 continue  # the phase waited for cannot move before this group moves on
-            if self.in_kind("peeled") is not None:
-                self.seg.steps.append(step)
-                self.seg.starts += self.continued
-                continue
-            self.enter(loops[:level], op)
             self.seg.starts += self.continued
-            self.seg.ends += [e for e in self.ends if e.owner is loops[-1]] if loops else []
+            if peeled:
+                self.seg.steps.append(step)
+                continue
+            inner = self.seg.loops[-1] if self.seg.loops else None
+            self.seg.ends += [e for e in self.ends if e.owner is inner]
             self.seg.steps.append(step)
             self.seg.ops.append((op, step, loops))
 
