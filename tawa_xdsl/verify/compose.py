@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Step
+from tawa_xdsl.verify.extract import Actor, RingProtocolModel, Segment, Step
 
 Expr = z3.ExprRef
 
@@ -77,7 +77,8 @@ class _Event:
     where: str  # "tile" | "prologue" | "loop" | "drain"
     step: Step
     lag: int  # loop: use t - lag (skipped while t < lag); drain: the last `lag` uses
-    phase: int  # 0: before the inner loop, 1: in it, 2: after it
+    phase: int  # 2j: before loop j of the sequence (after loop j - 1), 2j + 1: in loop j
+    seg: int = 0  # which loop of the sequence (prologue, loop and drain events)
 
 
 class PremiseError(Exception):
@@ -102,56 +103,73 @@ def _kind(step: Step, role: str) -> str | None:
     raise PremiseError(f"{step.loc}: {role} does {step.kind} on {step.barrier or 'a buffer'} (P1)")
 
 
+def _segments(actor: Actor) -> list[Segment]:
+    """The loops of the actor's sequence; one loop is the actor's own steps."""
+    if len(actor.segments) > 1:
+        return actor.segments
+    return [Segment(actor.steps, actor.prologue, actor.drain_pos, None)]
+
+
 def _events(actors: list[tuple[int, Actor]], role: str, looped: list[bool]) -> list[_Event]:
-    """The ring ops of one group's tile program."""
-    looped_pos = [s.pos for r, a in actors if looped[r] for s in a.steps]
-    lo = min(looped_pos, default=-1)
+    """The ring ops of one group's tile program, loop j of a sequence of loops in phase
+    2j + 1 (its peeled use before it, in phase 2j; its drain after it, in phase 2j + 2)."""
+    firsts: dict[int, int] = {}  # loop j of the sequence: the position of its first ring op
+    for r, actor in actors:
+        for j, seg in enumerate(_segments(actor) if looped[r] else []):
+            first = min(s.pos for s in seg.steps)
+            firsts[j] = min(firsts.get(j, first), first)
     out = []
     for r, actor in actors:
-        for step in actor.prologue:
-            kind = _kind(step, role)
-            if kind:
-                out.append(_Event(r, kind, "prologue", step, 0, 0))
-        for step in actor.steps:
-            kind = _kind(step, role)
-            if not kind:
-                continue
-            if not looped[r]:
-                out.append(_Event(r, kind, "tile", step, 0, 0 if step.pos < lo else 2))
-            else:
-                out.append(_Event(r, kind, "loop", step, step.lag, 1))
-        if actor.drain:
-            rel = next(s for s in actor.steps if s.kind == "arrive" and s.barrier == "empty")
-            drained = Step(**{**rel.__dict__, "pos": actor.drain_pos})
-            out.append(_Event(r, "release", "drain", drained, actor.lag, 2))
+        if not looped[r]:
+            for step in actor.steps:
+                kind = _kind(step, role)
+                if kind:
+                    phase = 2 * sum(lo < step.pos for lo in firsts.values())
+                    out.append(_Event(r, kind, "tile", step, 0, phase))
+            continue
+        for j, seg in enumerate(_segments(actor)):
+            for step in seg.prologue:
+                kind = _kind(step, role)
+                if kind:
+                    out.append(_Event(r, kind, "prologue", step, 0, 2 * j, j))
+            for step in seg.steps:
+                kind = _kind(step, role)
+                if kind:
+                    out.append(_Event(r, kind, "loop", step, step.lag, 2 * j + 1, j))
+            if actor.drain:
+                rel = next(s for s in seg.steps if s.kind == "arrive" and s.barrier == "empty")
+                drained = Step(**{**rel.__dict__, "pos": seg.drain_pos})
+                out.append(_Event(r, "release", "drain", drained, actor.lag, 2 * j + 2, j))
     return out
 
 
 class _Instance:
     """Symbolic instance of an event: its use index, order key and existence condition."""
 
-    def __init__(self, ev: _Event, n: Expr, name: str, looped: list[bool]):
+    def __init__(self, ev: _Event, ns: list[Expr], name: str, looped: list[bool]):
         self.ev = ev
         t = z3.Int(f"t_{name}")
         pos = ev.step.pos
+        n = ns[ev.seg]
+        before = z3.Sum([z3.IntVal(0), *ns[: ev.seg]])  # uses of the loops before this one
         if ev.where == "tile":
             self.use, self.exists = z3.IntVal(0), z3.And(t == 0)
             self.key = (ev.phase, z3.IntVal(pos), z3.IntVal(0))
         elif ev.where == "prologue":
-            self.use, self.exists = z3.IntVal(0), z3.And(t == 0, n >= 1)
-            self.key = (0, z3.IntVal(pos), z3.IntVal(0))
+            self.use, self.exists = before, z3.And(t == 0, n >= 1)
+            self.key = (ev.phase, z3.IntVal(pos), z3.IntVal(0))
         elif ev.where == "loop":
             base = z3.And(t >= 0, t < n)
             if ev.step.ahead:
-                self.use, self.exists = t + 1, z3.And(base, t + 1 < n)
+                self.use, self.exists = before + t + 1, z3.And(base, t + 1 < n)
             else:
-                self.use, self.exists = t - ev.lag, z3.And(base, t >= ev.lag)
-            self.key = (1, t, z3.IntVal(pos))
-        else:  # drain: use t, one of the last `lag` uses
-            self.use = t
+                self.use, self.exists = before + t - ev.lag, z3.And(base, t >= ev.lag)
+            self.key = (ev.phase, t, z3.IntVal(pos))
+        else:  # drain: use t, one of the last `lag` uses of its loop
+            self.use = before + t
             self.exists = z3.And(t >= 0, t < n, t >= n - ev.lag)
-            self.key = (2, z3.IntVal(pos), t)
-        self.uses = n if looped[ev.ring] else z3.IntVal(1)  # uses of the ring per tile
+            self.key = (ev.phase, z3.IntVal(pos), t)
+        self.uses = z3.Sum(ns) if looped[ev.ring] else z3.IntVal(1)  # uses per tile
 
 
 def _before(a: tuple, b: tuple) -> Expr:
@@ -180,6 +198,10 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
         if len(depths) != 1 or next(iter(depths)) not in (inner, inner - 1):
             raise PremiseError(f"ring {r.name}: neither in the inner loop nor once per tile (P1)")
         looped.append(inner > 0 and next(iter(depths)) == inner)
+    _same_loops([(r, r.producer) for r, on in zip(rings, looped, strict=True) if on])
+    for g in sorted({c.group for r in rings for c in r.consumers}):
+        mine = [(r, c) for r, on in zip(rings, looped, strict=True) if on for c in r.consumers]
+        _same_loops([(r, c) for r, c in mine if c.group == g])
     prod = _events([(k, r.producer) for k, r in enumerate(rings)], "producer", looped)
     consumer_groups = sorted({c.group for r in rings for c in r.consumers})
     for g in consumer_groups:
@@ -196,11 +218,21 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
     return CompositionVerdict(True, time.perf_counter() - start, rings=names)
 
 
+def _same_loops(actors: list[tuple[RingProtocolModel, Actor]]) -> None:
+    """The looped rings of one group are used by the same loops (P3): two sequential loops of
+    different rings are not one interleaved loop."""
+    seqs = {(r.name, tuple(s.loop for s in a.segments)) for r, a in actors}
+    if len({loops for _, loops in seqs}) > 1:
+        names = ", ".join(sorted(name for name, _ in seqs))
+        raise PremiseError(f"rings {names} of one group are used by different loops (P3)")
+
+
 def _pattern(
     rings: list[RingProtocolModel], prod: list[_Event], cons: list[_Event], looped: list[bool]
 ) -> str:
     """A description of an instance of the pattern, or "" when there is none for any N."""
-    n = z3.Int("N")
+    count = max((len(a.segments) for r in rings for a in (r.producer, *r.consumers)), default=1)
+    ns = [z3.Int(f"N{j}") for j in range(max(count, 1))]
     combos: list[tuple[Expr, tuple[_Event, ...]]] = []
     k = 0
     for e in (x for x in cons if x.kind == "release"):
@@ -209,7 +241,7 @@ def _pattern(
                 for b in (x for x in prod if x.kind == "put" and x.ring == f.ring):
                     k += 1
                     ie, if_, ia, ib = (
-                        _Instance(ev, n, f"{tag}{k}", looped)
+                        _Instance(ev, ns, f"{tag}{k}", looped)
                         for ev, tag in ((e, "e"), (f, "f"), (a, "a"), (b, "b"))
                     )
                     depth = rings[e.ring].depth
@@ -233,14 +265,16 @@ def _pattern(
     if not combos:
         return ""
     solver = z3.Solver()
-    solver.add(n >= 0, z3.Or([c for c, _ in combos]))
+    solver.add(*(n >= 0 for n in ns), z3.Or([c for c, _ in combos]))
     if solver.check() == z3.unsat:
         return ""
     model = solver.model()
+    trips = ", ".join(f"N{j} = {model.eval(n)}" for j, n in enumerate(ns))
+    trips = f"N = {model.eval(ns[0])}" if len(ns) == 1 else trips
     for cond, (e, f, a, b) in combos:
         if z3.is_true(model.eval(cond, model_completion=True)):
             return (
-                f"for N = {model.eval(n)} the producer can wait at {a.step.text} @ {a.step.loc} "
+                f"for {trips} the producer can wait at {a.step.text} @ {a.step.loc} "
                 f"for ring {rings[e.ring].name}'s slot that a consumer frees at {e.step.text} @ "
                 f"{e.step.loc} only after {f.step.text} @ {f.step.loc}, which needs ring "
                 f"{rings[f.ring].name}'s put {b.step.text} @ {b.step.loc} that comes later"

@@ -97,6 +97,17 @@ class Step:
 
 
 @dataclass
+class Segment:
+    """One loop of an actor's sequence of loops over the ring (`compose.py` orders them):
+    its steps with their program positions, its peeled use, its drain's position."""
+
+    steps: list[Step]
+    prologue: list[Step]
+    drain_pos: int
+    loop: int | None  # identity of the innermost loop (the same for rings sharing it)
+
+
+@dataclass
 class Actor:
     """A warp group's part in one ring: `count` identical warpgroups running `steps` per use."""
 
@@ -110,6 +121,7 @@ class Actor:
     prologue: list[Step] = field(default_factory=list)  # the peeled first use, before the loop
     loop_depth: int = 1  # loops around the steps (one less than the inner loop: once per tile)
     drain_pos: int = -1  # program-order index of the drained release (after the loop)
+    segments: list[Segment] = field(default_factory=list)  # the loops of its sequence
 
     @property
     def lag(self) -> int:
@@ -178,6 +190,8 @@ def trip_difference(a: tuple, b: tuple) -> int | None:
     """b - a when the loop nests are the same up to a constant on the innermost upper bound."""
     if a == b:
         return 0
+    if "sequence" in (a[:1] + b[:1]):
+        return None  # loops in sequence: compared whole, loop by loop
     if len(a) != len(b) or a[:-1] != b[:-1] or a[-1][0] != b[-1][0] or a[-1][2] != b[-1][2]:
         return None
 
@@ -494,18 +508,23 @@ class Counter:
     index: int  # which loop-carried value
 
 
-def _counter(base: SSAValue, loops: list[scf.ForOp], op: Operation) -> Counter:
+Starts = list[tuple[SSAValue, Operation]]
+
+
+def _counter(
+    base: SSAValue, loops: list[scf.ForOp], op: Operation, starts: Starts | None = None
+) -> Counter:
     """The counter `base` is, checked: a loop-carried value of the innermost loop incremented
     by one (the lookahead's conditionally), starting at the tile's start (+1 after a peeled
     first use); or `start + iv` in a loop from 0 by 1; or the tile's start outside any loop."""
     if not loops:
-        start = _tile_start(base, [], op)
+        start = _tile_start(base, [], op, starts=starts)
         return Counter(base, start, start, 0, None, -1)
     loop = loops[-1]
     block = loop.body.block
     affine = _affine_start(base, loop)
     if affine is not None:
-        _tile_start(affine, loops[:-1], op, loop)
+        _tile_start(affine, loops[:-1], op, loop, starts)
         return Counter(base, affine, affine, 0, loop, -1)
     if not (isinstance(base, BlockArgument) and base.block is block and base.index >= 1):
         raise fail(op, f"'{op.name}': slot or parity is not built on its loop's use counter")
@@ -523,7 +542,7 @@ def _counter(base: SSAValue, loops: list[scf.ForOp], op: Operation) -> Counter:
         if not _plus_one(then, other):
             raise fail(peeled, "the peeled first use does not advance the counter by one")
         ahead, start = 1, other
-    _tile_start(start, loops[:-1], op, loop)
+    _tile_start(start, loops[:-1], op, loop, starts)
     return Counter(base, start, init, ahead, loop, index)
 
 
@@ -580,11 +599,21 @@ def _lookahead_step(step: SSAValue, base: SSAValue) -> bool:
 
 
 def _tile_start(
-    value: SSAValue, outer: list[scf.ForOp], op: Operation, inner: scf.ForOp | None = None
+    value: SSAValue,
+    outer: list[scf.ForOp],
+    op: Operation,
+    inner: scf.ForOp | None = None,
+    starts: Starts | None = None,
 ) -> SSAValue:
     """A tile's start: 0 outside every loop, else the counter of the enclosing loop, which
     continues from tile to tile (its next value is what this tile's loop left), or the
-    tile's index times the trip count of `inner` (a loop from 0 by 1)."""
+    tile's index times the trip count of `inner` (a loop from 0 by 1). With `starts`, the
+    start is recorded there, and the result of a loop or conditional (where an earlier loop
+    of a sequence ended) is accepted: `check_threading` proves it the previous loop's end."""
+    if starts is not None:
+        starts.append((value, op))
+        if isinstance(value.owner, scf.ForOp | scf.IfOp):
+            return value
     if not outer:
         if _folded(value) != 0:
             raise fail(op, f"'{op.name}': its use counter does not start at 0")
@@ -696,7 +725,7 @@ class _Guard:
     """An `scf.if` around ring ops the model knows: a lag guard, a lookahead, a thread."""
 
     op: scf.IfOp
-    kind: str  # "lag" | "ahead" | "peeled" | "thread" | "reads"
+    kind: str  # "lag" | "ahead" | "peeled" | "thread" | "reads" | "uniform"
 
 
 ROLE_STEPS = {
@@ -705,19 +734,61 @@ ROLE_STEPS = {
 }
 
 
+@dataclass
+class _Segment:
+    """One loop of a group's sequence of loops over a ring: the ring ops of its body, the
+    peeled first use before it, the drain after it, the uniform conditions around it and the
+    counter values it starts from that are another loop's end (checked by `check_threading`)."""
+
+    steps: list[Step] = field(default_factory=list)
+    ops: list[tuple[Operation, Step, list[scf.ForOp]]] = field(default_factory=list)
+    loops: list[scf.ForOp] | None = None
+    drains: list[tuple[Operation, Step]] = field(default_factory=list)
+    prologue: list[Step] = field(default_factory=list)
+    prologue_loop: scf.ForOp | None = None
+    lookahead: scf.ForOp | None = None
+    ifs: tuple[scf.IfOp, ...] = ()  # the uniform `scf.if`s around the loop, outermost first
+    starts: list[tuple[SSAValue, Operation]] = field(default_factory=list)
+    ends: list[SSAValue] = field(default_factory=list)  # its counters' values after the loop
+
+
 class _GroupWalker:
-    """Collect one group's steps for one ring."""
+    """Collect one group's steps for one ring, one `_Segment` per loop of its sequence."""
 
     def __init__(self, ring: Ring, group: Group, order: dict[int, int]):
         self.ring, self.group, self.order = ring, group, order
-        self.steps: list[Step] = []
-        self.ops: list[tuple[Operation, Step, list[scf.ForOp]]] = []  # each step's op, loops
-        self.loops: list[scf.ForOp] | None = None
-        self.drains: list[tuple[Operation, Step]] = []
-        self.prologue: list[Step] = []
-        self.prologue_loop: scf.ForOp | None = None
-        self.lookahead: scf.ForOp | None = None
+        self.seg = _Segment()
+        self.segments = [self.seg]
+        self.peeled: dict[int, _Segment] = {}  # by loop: its peeled first use
+        self.continued: list[tuple[SSAValue, Operation]] = []  # starts another loop ended
+        self.ends: list[SSAValue] = []  # the visited op's counter after its loop
         self.guards: list[_Guard] = []
+
+    def uniform_ifs(self) -> tuple[scf.IfOp, ...]:
+        return tuple(g.op for g in self.guards if g.kind == "uniform")
+
+    def enter(self, loops: list[scf.ForOp], op: Operation) -> None:
+        """Start the segment of `loops` (its innermost loop follows the current one's)."""
+        seg = self.seg
+        if seg.loops is None:
+            seg.loops, seg.ifs = loops, self.uniform_ifs()
+        elif loops != seg.loops:
+            seen = [s.loops[-1] for s in self.segments if s.loops]
+            if not loops or len(loops) != len(seg.loops) or loops[:-1] != seg.loops[:-1]:
+                raise fail(op, "the ring's ops of one group must share one loop body")
+            if loops[-1] in seen:
+                raise fail(op, "a loop of the ring's sequence of loops entered twice")
+            self.seg = _Segment(loops=loops, ifs=self.uniform_ifs())
+            self.segments.append(self.seg)
+        if self.seg.ifs != self.uniform_ifs():
+            raise fail(op, "ring ops of one loop under different conditions")
+        ifs = self.seg.ifs
+        if ifs and not (loops and ifs[-1] in _ancestors(loops[-1])):
+            raise fail(op, "ring ops under a uniform condition outside its loops (not modelled)")
+        if not self.seg.prologue and loops and id(loops[-1]) in self.peeled:
+            peeled = self.peeled.pop(id(loops[-1]))
+            self.seg.prologue, self.seg.prologue_loop = peeled.steps, loops[-1]
+            self.seg.starts += peeled.starts
 
     # -- walking
 
@@ -754,15 +825,14 @@ class _GroupWalker:
             loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
             if loop is None or drain is not None or not _is_slt(op.cond, loop.lb, loop.ub):
                 raise fail(op, "a peeled stage is not guarded by `lb < ub` of the loop after it")
-            saved, self.steps = self.steps, []
-            saved_ops, saved_loops, self.ops = self.ops, self.loops, []
+            saved, self.seg = self.seg, _Segment(loops=[])
             self.guards.append(_Guard(op, "peeled"))
             self.walk(then_block, loops, drain)
             self.guards.pop()
-            peeled, self.steps, self.ops, self.loops = self.steps, saved, saved_ops, saved_loops
-            if self.prologue:
+            peeled, self.seg = self.seg, saved
+            if id(loop) in self.peeled or any(s.prologue_loop is loop for s in self.segments):
                 raise fail(op, "a second peeled stage of the same ring")
-            self.prologue, self.prologue_loop = peeled, loop
+            self.peeled[id(loop)] = peeled
             return
         if aref.stage_of(op) == 0:
             if not loops or not _is_slt(
@@ -772,7 +842,8 @@ class _GroupWalker:
                 iv_plus_step=(loops[-1].body.block.args[0], loops[-1].step),
             ):
                 raise fail(op, "a stage-0 lookahead is not guarded by `iv + step < ub`")
-            self.lookahead = loops[-1]
+            self.enter(loops, op)
+            self.seg.lookahead = loops[-1]
             self.guards.append(_Guard(op, "ahead"))
             self.walk(then_block, loops, drain)
             self.guards.pop()
@@ -782,11 +853,21 @@ class _GroupWalker:
             self.walk(then_block, loops, drain)
             self.guards.pop()
             return
+        if any(_inside_loop_of(inner, then_block) for inner in touched):
+            # A uniform conditional around whole loops of the sequence: the same value in
+            # every group (`_expr` refuses one computed from the warpgroup or thread index).
+            _expr(op.cond)
+            self.guards.append(_Guard(op, "uniform"))
+            self.walk(then_block, loops, drain)
+            self.guards.pop()
+            return
+        if loops:
+            self.enter(loops, op)
         self.guards.append(_Guard(op, "lag"))
-        before = len(self.steps)
+        before = len(self.seg.steps)
         self.walk(then_block, loops, drain)
         self.guards.pop()
-        guarded = self.steps[before:]
+        guarded = self.seg.steps[before:]
         if not guarded or any(not st.lag or st.kind != "arrive" for st in guarded):
             raise fail(op, "ring ops under a guard the verifier does not model")
 
@@ -809,6 +890,7 @@ class _GroupWalker:
     # -- one op
 
     def visit(self, op: Operation, loops: list[scf.ForOp], drain: scf.ForOp | None) -> None:
+        self.continued, self.ends = [], []
         at = _At(op, loops, drain, _lag_of(op), self.in_kind("ahead") is not None)
         for step, level in self.steps_of(at):
             if (step.kind, step.barrier) not in ROLE_STEPS[self.group.role]:
@@ -817,18 +899,23 @@ class _GroupWalker:
             if drain is not None:
                 if step.slot_off:
                     raise fail(op, "a drained release of another slot than its use's")
-                self.drains.append((op, step))
+                if self.seg.ifs != self.uniform_ifs():
+                    raise fail(op, "a drain under other conditions than its loop")
+                self.seg.drains.append((op, step))
                 continue
-            if _repeats(step, self.steps):
+            peeled = self.in_kind("peeled") is not None
+            if not peeled:
+                self.enter(loops[:level], op)  # first: a repeat is one of the same loop's
+            if _repeats(step, self.seg.steps):
                 continue  # the phase waited for cannot move before this group moves on
-            if self.in_kind("peeled") is not None:
-                self.steps.append(step)
+            self.seg.starts += self.continued
+            if peeled:
+                self.seg.steps.append(step)
                 continue
-            if self.loops is not None and loops[:level] != self.loops:
-                raise fail(op, "the ring's ops of one group must share one loop body")
-            self.loops = loops[:level]
-            self.steps.append(step)
-            self.ops.append((op, step, loops))
+            inner = self.seg.loops[-1] if self.seg.loops else None
+            self.seg.ends += [e for e in self.ends if e.owner is inner]
+            self.seg.steps.append(step)
+            self.seg.ops.append((op, step, loops))
 
     def thread_guarded(self) -> bool:
         return self.in_kind("thread") is not None
@@ -936,6 +1023,8 @@ class _GroupWalker:
             shift = low = 0
         else:
             counter, level = self.counter_for(base, at, read)
+            if counter.loop is not None and counter.index >= 0:
+                self.ends.append(counter.loop.results[counter.index])
             if counter.ahead and not at.ahead:
                 raise fail(op, f"'{op.name}' uses the lookahead's counter outside the lookahead")
             if at.ahead and not counter.ahead:
@@ -951,23 +1040,26 @@ class _GroupWalker:
         repeated in a deeper loop (a wgmma reading a tile's slot in every iteration) reads
         the use of the loop level its counter counts."""
         if self.in_kind("peeled") is not None:
-            start = _tile_start(base, at.loops, at.op)
+            start = _tile_start(base, at.loops, at.op, starts=self.continued)
             return Counter(base, start, start, 0, None, -1), len(at.loops)
         if not read:
-            return _counter(base, at.loops, at.op), len(at.loops)
+            return _counter(base, at.loops, at.op, self.continued), len(at.loops)
         for depth in range(len(at.loops) - 1, -1, -1):
+            starts: Starts = []
             try:
-                return _counter(base, at.loops[:depth], at.op), depth
+                counter = _counter(base, at.loops[:depth], at.op, starts)
             except ExtractionError:
                 continue
-        return _counter(base, at.loops, at.op), len(at.loops)
+            self.continued += starts
+            return counter, depth
+        return _counter(base, at.loops, at.op, self.continued), len(at.loops)
 
     def check_lag_guard(self, base: SSAValue, at: _At) -> None:
         """A lagged release runs once `lag` uses are held: `scf.if (counter - init >= lag)`."""
         guard = self.in_kind("lag")
         assert guard is not None
         lag = at.lag
-        counter = _counter(protocol.split_offset(base)[0], at.loops, at.op)
+        counter = _counter(protocol.split_offset(base)[0], at.loops, at.op, [])
         cond = guard.op.cond.owner
         if not (
             isinstance(cond, arith.CmpiOp)
@@ -987,40 +1079,114 @@ class _GroupWalker:
     # -- after the walk
 
     def finish(self) -> None:
+        """Each loop's lookahead shape and drains, and the counter threading through them."""
+        for peeled in self.peeled.values():
+            raise fail(peeled.ops[0][0] if peeled.ops else self.group.op,
+                       "a peeled stage of a loop without the ring's ops")  # fmt: skip
+        for seg in self.segments:
+            if not seg.steps and (seg.drains or seg.prologue):
+                raise fail(
+                    self.group.op, f"ring {self.ring.name}: ring ops outside the group's loop"
+                )
+            self.seg = seg
+            self.finish_segment()
+        self.check_threading()
+
+    def check_threading(self) -> None:
+        """Loop j + 1 of the sequence starts its counter where loop j ended (through the
+        uniform conditionals around loop j: their else-branch yields loop j's start)."""
+        starts = []
+        for seg in self.segments:
+            values = {v for v, _ in seg.starts}
+            if len(values) != 1:
+                raise fail(seg.ops[0][0], "the ring's ops of one loop count on different counters")
+            starts.append(next(iter(values)))
+        first = self.segments[0]
+        for value, op in first.starts:
+            if isinstance(value.owner, scf.ForOp | scf.IfOp):
+                raise fail(op, f"'{op.name}': its use counter does not start at the tile's start")
+        for n in range(1, len(self.segments)):
+            prev, seg = self.segments[n - 1], self.segments[n]
+            end = self.end_of(n - 1, starts, seg.ifs)
+            for value, op in seg.starts:
+                if value != end:
+                    raise fail(
+                        op, f"'{op.name}': its use counter does not continue from where the "
+                        f"ring's previous loop ({op_location(prev.loops[-1])}) ended",
+                    )  # fmt: skip
+
+    def end_of(self, n: int, starts: list[SSAValue], into: tuple[scf.IfOp, ...]) -> SSAValue:
+        """The counter value loop n of the sequence leaves, as seen under the conditionals
+        `into`: a result of its loop for a counter its ring ops use (each one started at the
+        loop's start and is incremented by one, `_counter`), then the result of each
+        enclosing uniform if not in `into`."""
+        seg = self.segments[n]
+        ends = [r for r in seg.ends if _continues(r, starts[n])]
+        if not ends:
+            raise fail(seg.loops[-1], "the loop does not carry the ring's use counter to its end")  # type: ignore[index]
+        nxt = {v for v, _ in self.segments[n + 1].starts}
+        for end in ends:
+            try:
+                lifted = self.lift(end, n, starts, into)
+            except ExtractionError:
+                continue
+            if lifted in nxt:
+                return lifted
+        return self.lift(ends[0], n, starts, into)
+
+    def lift(
+        self, end: SSAValue, n: int, starts: list[SSAValue], into: tuple[scf.IfOp, ...]
+    ) -> SSAValue:
+        """`end` through the uniform ifs around loop n that are not in `into`: each must yield
+        it when taken and the start of its first loop when not."""
+        for guard in reversed(self.segments[n].ifs):
+            if guard in into:
+                break
+            first = next(k for k, s in enumerate(self.segments) if guard in s.ifs)
+            then_yield = guard.true_region.blocks[0].last_op
+            assert isinstance(then_yield, scf.YieldOp)
+            at = next((k for k, v in enumerate(then_yield.operands) if v == end), None)
+            if at is None or _yield_of(guard.false_region.blocks[0], at) != starts[first]:
+                raise fail(guard, "the conditional does not yield the ring's use counter (its "
+                           "loops' end when taken, their start when not)")  # fmt: skip
+            end = guard.results[at]
+        return end
+
+    def finish_segment(self) -> None:
         """The lookahead shape, the drains and, at the nvgpu level, the wgmma retirements."""
-        loops = self.loops or []
-        if self.prologue or self.lookahead is not None:
-            if not self.prologue or self.lookahead is None:
-                where = self.steps[0].loc if self.steps else "<unknown>"
+        loops = self.seg.loops or []
+        if self.seg.prologue or self.seg.lookahead is not None:
+            if not self.seg.prologue or self.seg.lookahead is None:
+                where = self.seg.steps[0].loc if self.seg.steps else "<unknown>"
                 raise ExtractionError(
                     f"{where}: a peeled prologue and a lookahead guard come in pairs (N uses)"
                 )
             if (
                 not loops
-                or self.prologue_loop is not self.lookahead
-                or loops[-1] is not self.lookahead
+                or self.seg.prologue_loop is not self.seg.lookahead
+                or loops[-1] is not self.seg.lookahead
             ):
                 raise ExtractionError(
-                    f"{self.prologue[0].loc}: the peeled prologue belongs to another loop than "
+                    f"{self.seg.prologue[0].loc}: the peeled prologue belongs to another loop than "
                     "the lookahead"
                 )
-            if [_shape(x) for x in self.prologue] != [_shape(x) for x in self.steps]:
+            if [_shape(x) for x in self.seg.prologue] != [_shape(x) for x in self.seg.steps]:
                 raise ExtractionError(
-                    f"{self.prologue[0].loc}: the peeled prologue's ring ops differ from the "
+                    f"{self.seg.prologue[0].loc}: the peeled prologue's ring ops differ from the "
                     "loop body's"
                 )
         self.check_drains(loops)
 
     def check_drains(self, loops: list[scf.ForOp]) -> None:
-        lag = max((st.lag for st in self.steps), default=0)
-        if not self.drains:
+        lag = max((st.lag for st in self.seg.steps), default=0)
+        if not self.seg.drains:
             if lag:
-                raise fail(self.ops[-1][0], f"releases lagged by {lag} are never drained")
+                raise fail(self.seg.ops[-1][0], f"releases lagged by {lag} are never drained")
             return
         if not lag or not loops:
-            raise fail(self.drains[0][0], "a drain of a ring whose releases do not lag")
+            raise fail(self.seg.drains[0][0], "a drain of a ring whose releases do not lag")
         drain_loops = []
-        for op, step in self.drains:
+        for op, step in self.seg.drains:
             if step.kind != "arrive" or step.barrier != "empty":
                 raise fail(op, "only releases may be drained after the ring's main loop")
             loop = op.parent_op()
@@ -1028,8 +1194,8 @@ class _GroupWalker:
                 loop = loop.parent_op()  # type: ignore[union-attr]
             if loop not in drain_loops:
                 drain_loops.append(loop)
-        if len(drain_loops) != 1 or len(self.drains) != 1:
-            raise fail(self.drains[-1][0], "the lagged releases are drained more than once")
+        if len(drain_loops) != 1 or len(self.seg.drains) != 1:
+            raise fail(self.seg.drains[-1][0], "the lagged releases are drained more than once")
         self.check_drain_bounds(drain_loops[0], lag, loops)
 
     def check_drain_bounds(self, drain: scf.ForOp, lag: int, loops: list[scf.ForOp]) -> None:
@@ -1038,9 +1204,9 @@ class _GroupWalker:
             raise fail(
                 drain, f"drain of lag {_drain_lag(drain)} after a loop whose releases lag by {lag}"
             )
-        release = next(op for op, st, _ in self.ops if st.lag)
+        release = next(op for op, st, _ in self.seg.ops if st.lag)
         base, _ = protocol.split_offset(protocol.match_slot(release.slot).base)  # type: ignore[attr-defined, union-attr]
-        counter = _counter(base, loops, release)
+        counter = _counter(base, loops, release, [])
         end = drain.ub
         if counter.index >= 0:
             ok = end == loops[-1].results[counter.index]
@@ -1062,7 +1228,9 @@ class _GroupWalker:
                 drain,
                 f"the drain does not release the last {lag} uses `[max(end - {lag}, start), end)`",
             )
-        if self.order.get(id(drain), -1) < max(self.order.get(id(o), -1) for o, _, _ in self.ops):
+        if self.order.get(id(drain), -1) < max(
+            self.order.get(id(o), -1) for o, _, _ in self.seg.ops
+        ):
             raise fail(drain, "a drain before the ring's main loop")
 
 
@@ -1104,13 +1272,14 @@ def _last_wait(flat: list[Operation], lo: int, hi: int) -> tuple[int, int] | Non
 
 def _check_retired(walker: _GroupWalker, flat: list[Operation], order: dict[int, int]) -> None:
     """A release of a slot comes after a wait_group that retired every wgmma reading it."""
+    ops = [x for seg in walker.segments for x in seg.ops]
     reads = [
         (op, loops)
-        for op, st, loops in walker.ops
+        for op, st, loops in ops
         if st.kind == "read" and isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp)
     ]
-    releases = [(op, st, loops) for op, st, loops in walker.ops if st.kind == "arrive"]
-    releases += [(op, st, walker.loops or []) for op, st in walker.drains]
+    releases = [(op, st, loops) for op, st, loops in ops if st.kind == "arrive"]
+    releases += [(op, st, seg.loops or []) for seg in walker.segments for op, st in seg.drains]
     if not reads or walker.group.role != "consumer":
         return
     for release, step, loops in releases:
@@ -1188,6 +1357,16 @@ def _retired_in_its_iteration(
     return False
 
 
+def _inside_loop_of(op: Operation, block: Block) -> bool:
+    """`op` is in a loop (not a drain) that is itself inside `block`."""
+    parent = op.parent_op()
+    while parent is not None and parent is not block.parent_op():
+        if isinstance(parent, scf.ForOp) and aref.DRAIN_ATTR not in parent.attributes:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 def _ancestors(op: Operation) -> list[Operation]:
     out = []
     parent = op.parent_op()
@@ -1218,28 +1397,16 @@ def _ring_model(ring: Ring, groups: list[Group], counts: dict[int, int]) -> Ring
         order = {id(op): n for n, op in enumerate(flat)}
         walker = _GroupWalker(ring, group, order)
         walker.walk(group.body, [], None)
-        if not walker.steps:
-            if walker.prologue or walker.drains:
+        segments = [seg for seg in walker.segments if seg.steps]
+        if not segments:
+            if any(seg.prologue or seg.drains for seg in walker.segments) or walker.peeled:
                 raise fail(group.op, f"ring {ring.name}: ring ops outside the group's loop")
             continue
+        walker.segments = segments
         walker.finish()
         if group.threads > 1:
             _check_retired(walker, flat, order)
-        loops = walker.loops or []
-        actors.append(
-            Actor(
-                f"{group.role}#{len(actors)}",
-                group.role,
-                group.count,
-                walker.steps,
-                _trip_key(loops),
-                bool(walker.drains),
-                group.index,
-                walker.prologue,
-                len(loops),
-                max((st.pos for _, st in walker.drains), default=-1),
-            )
-        )
+        actors.append(_actor(f"{group.role}#{len(actors)}", group, segments))
     producers = [a for a in actors if a.role == "producer"]
     consumers = [a for a in actors if a.role == "consumer"]
     if len(producers) != 1 or not consumers:
@@ -1268,6 +1435,57 @@ def _ring_model(ring: Ring, groups: list[Group], counts: dict[int, int]) -> Ring
         deltas,
         op_location(ring.alloc),
     )
+
+
+def _actor(name: str, group: Group, segments: list[_Segment]) -> Actor:
+    """The group's part in the ring: one loop's steps, the same in every loop of its sequence
+    (so the sequence is one protocol whose tiles end where a loop ends)."""
+    first = segments[0]
+    for seg in segments[1:]:
+        if (
+            [_step_key(x) for x in seg.steps] != [_step_key(x) for x in first.steps]
+            or [_step_key(x) for x in seg.prologue] != [_step_key(x) for x in first.prologue]
+            or bool(seg.drains) != bool(first.drains)
+            or len(seg.loops or []) != len(first.loops or [])
+        ):
+            raise fail(
+                seg.ops[0][0], "the ring's ops in this loop differ from those in its first loop "
+                f"({first.steps[0].loc})",
+            )  # fmt: skip
+    loops = first.loops or []
+    trip = _trip_key(loops)
+    if len(segments) > 1 or first.ifs:
+        trip = ("sequence", *(_segment_trip(seg) for seg in segments))
+    return Actor(
+        name,
+        group.role,
+        group.count,
+        first.steps,
+        trip,
+        bool(first.drains),
+        group.index,
+        first.prologue,
+        len(loops),
+        max((st.pos for _, st in first.drains), default=-1),
+        [
+            Segment(
+                seg.steps,
+                seg.prologue,
+                max((st.pos for _, st in seg.drains), default=-1),
+                id(seg.loops[-1]) if seg.loops else None,
+            )
+            for seg in segments
+        ],
+    )
+
+
+def _step_key(st: Step) -> Step:
+    return replace(st, loc="", text="", pos=-1)
+
+
+def _segment_trip(seg: _Segment) -> tuple:
+    """A loop of a sequence: the conditions around it and its loop nest's bounds."""
+    return (tuple(_expr(guard.cond) for guard in seg.ifs), _trip_key(seg.loops or []))
 
 
 def shape_key(ring: RingProtocolModel) -> tuple:

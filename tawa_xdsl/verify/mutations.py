@@ -581,6 +581,177 @@ def extra_constant(m: ModuleOp) -> None:
     _const(12345, wait)
 
 
+# ------------------------------------------------- sequences of loops and uniform conditionals
+# Planted in kernels whose rings are used by several loops in sequence (the use counter
+# continuing from one loop into the next), some under a uniform `scf.if` (issue 13 item 5).
+
+
+def _segment_loops(site: Site, role: str) -> list[scf.ForOp]:
+    """The loops (not drains) directly around the role's ring waits, in program order."""
+    loops: list[scf.ForOp] = []
+    for wait in site.ops(nvgpu.MBarrierWaitOp, role):
+        loop = _enclosing(wait, scf.ForOp)
+        if isinstance(loop, scf.ForOp) and loop not in loops:
+            loops.append(loop)
+    if len(loops) < 2:
+        raise NotApplicable(f"the {role} has no sequence of loops")
+    return loops
+
+
+def _counter_index(loop: scf.ForOp) -> int:
+    """The loop-carried value that is a use counter (incremented by one, maybe in an if)."""
+    block = loop.body.block
+    yielded = block.last_op
+    assert isinstance(yielded, scf.YieldOp)
+    for n, arg in enumerate(block.args[1:]):
+        step = yielded.operands[n]
+        if isinstance(step.owner, scf.IfOp):
+            results = list(step.owner.results)
+            step = step.owner.true_region.blocks[0].last_op.operands[results.index(step)]  # type: ignore[union-attr]
+        if arg.type == i32 and protocol.split_offset(step) == (arg, 1):
+            return n
+    raise NotApplicable("no use counter")
+
+
+def _after(op: Operation, anchor: Operation, order: dict[int, int]) -> bool:
+    return order[id(op)] > max(order[id(o)] for o in anchor.walk())
+
+
+def _restart_next_segment(
+    m: ModuleOp, role: str, start: Callable[[SSAValue], list[Operation]]
+) -> None:
+    """Every use of the first loop's counter result past the loop (and its drain) reads the
+    value `start(result)` computes instead: the next segment no longer continues the first."""
+    site = Site(m)
+    order = _order(site, role)
+    first = _segment_loops(site, role)[0]
+    result = first.results[_counter_index(first)]
+    anchor: Operation = first
+    for op in first.parent_block().ops:  # type: ignore[union-attr]
+        if (
+            isinstance(op, scf.ForOp)
+            and aref.DRAIN_ATTR in op.attributes
+            and _after(op, first, order)
+        ):
+            anchor = op
+            break
+    uses = [u for u in list(result.uses) if _after(u.operation, anchor, order)]
+    if not uses:
+        raise NotApplicable("the counter does not continue")
+    ops = start(result)
+    Rewriter.insert_op(ops, InsertPoint.after(anchor))
+    for use in uses:
+        use.operation.operands[use.index] = ops[-1].results[0]
+
+
+def _order(site: Site, role: str) -> dict[int, int]:
+    return {id(op): n for n, op in enumerate(site.group(role).body.walk())}
+
+
+def seq_counter_restarts(m: ModuleOp) -> None:
+    """The consumer's second loop counts its uses from 0 again (the producer continues)."""
+    _restart_next_segment(m, "consumer", lambda _: [arith.ConstantOp(IntegerAttr(0, i32))])
+
+
+def seq_producer_counter_restarts(m: ModuleOp) -> None:
+    """The producer's second loop counts its uses from 0 again (the consumers continue)."""
+    _restart_next_segment(m, "producer", lambda _: [arith.ConstantOp(IntegerAttr(0, i32))])
+
+
+def seq_counter_skips_one(m: ModuleOp) -> None:
+    """The consumer's second loop starts one use past where the first loop ended."""
+
+    def plus_one(end: SSAValue) -> list[Operation]:
+        one = arith.ConstantOp(IntegerAttr(1, i32))
+        return [one, arith.AddiOp(end, one.result)]
+
+    _restart_next_segment(m, "consumer", plus_one)
+
+
+def seq_second_trips_fewer(m: ModuleOp) -> None:
+    """The consumer's second loop starts one step later: one trip fewer than the producer's."""
+    loop = _segment_loops(Site(m), "consumer")[1]
+    loop.operands[0] = _insert([arith.AddiOp(loop.lb, loop.step)], loop)
+
+
+def seq_producer_loop_dropped(m: ModuleOp) -> None:
+    """The producer runs one loop fewer than the consumers (its second loop is gone)."""
+    loop = _segment_loops(Site(m), "producer")[1]
+    for result, init in zip(loop.results, loop.iter_args, strict=True):
+        result.replace_all_uses_with(init)
+    Rewriter.erase_op(loop)
+
+
+def _uniform_if(site: Site, role: str) -> scf.IfOp:
+    """The `scf.if` around the role's second loop."""
+    loop = _segment_loops(site, role)[1]
+    guard = loop.parent_op()
+    if not isinstance(guard, scf.IfOp):
+        raise NotApplicable("the second loop is not under a conditional")
+    return guard
+
+
+def seq_condition_negated(m: ModuleOp) -> None:
+    """The consumer takes the branch around its second loop when the producer does not."""
+    guard = _uniform_if(Site(m), "consumer")
+    true = arith.ConstantOp(IntegerAttr(1, 1))
+    guard.operands[0] = _insert([true, arith.XOrIOp(guard.cond, true.result)], guard)
+
+
+def seq_condition_on_warpgroup(m: ModuleOp) -> None:
+    """The consumer's second loop runs in warpgroup 0 only (`if wg == 0`)."""
+    site = Site(m)
+    guard = _uniform_if(site, "consumer")
+    wg = site.warpgroup_index(guard)
+    guard.operands[0] = _insert([arith.CmpiOp(wg, _const(0, guard), "eq")], guard)
+
+
+def seq_drain_takes_next(m: ModuleOp) -> None:
+    """The drain after the first loop also releases the second loop's first use."""
+    site = Site(m)
+    first = _segment_loops(site, "consumer")[0]
+    order = _order(site, "consumer")
+    drains = [
+        op
+        for op in first.parent_block().ops  # type: ignore[union-attr]
+        if isinstance(op, scf.ForOp)
+        and aref.DRAIN_ATTR in op.attributes
+        and _after(op, first, order)
+    ]
+    if not drains:
+        raise NotApplicable("no drain after the first loop")
+    drain = drains[0]
+    drain.operands[1] = _insert([arith.AddiOp(drain.ub, _const(1, drain))], drain)
+
+
+def seq_release_moved_to_first(m: ModuleOp) -> None:
+    """The second loop's lagged release moved into the first loop (released twice there)."""
+    site = Site(m)
+    first, second = _segment_loops(site, "consumer")[:2]
+    releases = site.releases(lagged=True)
+    mine = [r for r in releases if _enclosing(r, scf.ForOp) is first]
+    theirs = [r for r in releases if _enclosing(r, scf.ForOp) is second]
+    if not mine or not theirs:
+        raise NotApplicable("no lagged release in both loops")
+    guard = _enclosing(theirs[0], scf.IfOp)
+    while guard is not None and guard.parent_op() is not second:
+        guard = _enclosing(guard, scf.IfOp)
+    held = _enclosing(mine[0], scf.IfOp)
+    while held is not None and held.parent_op() is not first:
+        held = _enclosing(held, scf.IfOp)
+    assert guard is not None and held is not None
+    Rewriter.erase_op(guard)
+    Rewriter.insert_op(held.clone(), InsertPoint.after(held))
+
+
+def inner_trip_one_more(m: ModuleOp) -> None:
+    """The consumer's inner loop runs one more trip per tile than the producer's."""
+    loop = Site(m).main_loop("consumer")
+    if not isinstance(loop.parent_op(), scf.ForOp):
+        raise NotApplicable("the main loop is not nested in a loop of tiles")
+    loop.operands[1] = _insert([arith.AddiOp(loop.ub, loop.step)], loop)
+
+
 MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -640,5 +811,16 @@ MUTATIONS: dict[str, Mutation] = {
         Mutation("slot_plus_depth", "safe", slot_plus_depth, broken=False),
         Mutation("parity_two_turns", "safe", parity_two_turns, broken=False),
         Mutation("extra_constant", "safe", extra_constant, broken=False),
+        # sequences of loops and uniform conditionals (issue 13 item 5)
+        Mutation("seq_counter_restarts", "loop sequences", seq_counter_restarts),
+        Mutation("seq_producer_counter_restarts", "loop sequences", seq_producer_counter_restarts),
+        Mutation("seq_counter_skips_one", "loop sequences", seq_counter_skips_one),
+        Mutation("seq_second_trips_fewer", "loop sequences", seq_second_trips_fewer),
+        Mutation("seq_producer_loop_dropped", "loop sequences", seq_producer_loop_dropped),
+        Mutation("seq_condition_negated", "uniform conditionals", seq_condition_negated),
+        Mutation("seq_condition_on_warpgroup", "uniform conditionals", seq_condition_on_warpgroup),
+        Mutation("seq_drain_takes_next", "loop sequences", seq_drain_takes_next),
+        Mutation("seq_release_moved_to_first", "loop sequences", seq_release_moved_to_first),
+        Mutation("inner_trip_one_more", "nested loops", inner_trip_one_more),
     ]
 }

@@ -519,13 +519,3 @@ def attention_cases() -> list[Case]:
 
 
 CASES: list[Case] = [*gemm_cases(), *attention_cases()]
-
-# Sequences of loops over one ring: lowered and run correctly (nvgpu interpreter, GPU), but
-# the barrier-protocol verifier cannot model them yet ("the ring's ops of one group must
-# share one loop body"), so they compile with verify=False until it can.
-UNVERIFIED = {
-    "two_loop_gemm",
-    "gemm_loops_same_rings_if_taken",
-    "gemm_loops_same_rings_if_not_taken",
-    "attention_two_stage_causal",
-}

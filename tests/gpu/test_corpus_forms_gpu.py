@@ -1,7 +1,6 @@
 """The forms corpus (tests/corpus/forms.py) on the H200: each kernel launched as its user
 launches it (`kernel[grid](...)` on numpy-backed descriptors, default compile options) matches
-numpy. The kernels the verifier cannot model yet (`forms.UNVERIFIED`) launch with
-verify=False; every other launch proves its rings first."""
+numpy. Every launch proves its rings first (loop sequences included)."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ def test_corpus_kernel_matches_numpy_on_the_gpu(name: str) -> None:
     run = case.launch(np.random.default_rng(0))
     for out, _ in run.expected:
         out[...] = np.nan  # a store that never happens shows
-    options = {"verify": False} if name in forms.UNVERIFIED else {}
-    case.kernel[run.grid](*run.args, interpret=False, **run.kwargs, **options)
+    case.kernel[run.grid](*run.args, interpret=False, **run.kwargs)
     check(run)
 
 

@@ -13,20 +13,16 @@ import pytest
 
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, lower_to_nvgpu_level
+from tawa_xdsl.diagnostics import parse_module
+from tawa_xdsl.dialects import make_context
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.runtime.dispatch import host_descriptor
-from tawa_xdsl.verify.check import ProtocolError
+from tawa_xdsl.verify.check import verify_module
 from tests.corpus import forms
 from tests.corpus.case import Case, check
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
 CASES = {case.name: case for case in forms.CASES}
-
-
-def compile_options(case: Case, compiled) -> CompileOptions:
-    """The launch's options; the proof is skipped only where the verifier cannot model the
-    kernel yet (`forms.UNVERIFIED`: sequences of loops over one ring)."""
-    return replace(compiled.options, verify=case.name not in forms.UNVERIFIED)
 
 
 def assert_assembles(ptx: str) -> None:
@@ -55,7 +51,7 @@ def test_tile_interpreter_matches_numpy(name: str) -> None:
 def test_default_options_compile_and_match_numpy_at_the_nvgpu_level(name: str) -> None:
     case = CASES[name]
     compiled = case.compile(np.random.default_rng(0))
-    options = compile_options(case, compiled)
+    options = compiled.options
     assert_assembles(compile_to_ptx(compiled.module, options).ptx)
     run_nvgpu(case, compiled.module, options, seed=1)
 
@@ -65,7 +61,7 @@ def test_default_options_compile_and_match_numpy_at_the_nvgpu_level(name: str) -
 def test_tma_store_epilogue_compiles_and_matches_numpy(name: str) -> None:
     case = CASES[name]
     compiled = case.compile(np.random.default_rng(0))
-    options = replace(compile_options(case, compiled), epilogue="tma", verify=False)
+    options = replace(compiled.options, epilogue="tma", verify=False)
     assert_assembles(compile_to_ptx(compiled.module, options).ptx)
     run_nvgpu(case, compiled.module, options, seed=2)
 
@@ -88,13 +84,21 @@ def test_defaults_adapt_to_the_tile() -> None:
     assert "tensor<128x64xbf16>, tensor<256x64xbf16>], 3>" in tma
 
 
-@pytest.mark.parametrize("name", sorted(forms.UNVERIFIED))
-def test_the_unverified_kernels_are_refused_by_the_proof_in_one_line(name: str) -> None:
-    """Sequences of loops over one ring are outside the verifier's model today: the default
-    compile refuses them (exit 2 in tawa-verify), never proves them. When the model grows, this
-    fails and the kernel leaves `forms.UNVERIFIED`."""
+SEQUENCES = [
+    "two_loop_gemm",
+    "gemm_loops_same_rings_if_taken",
+    "gemm_loops_same_rings_if_not_taken",
+    "attention_two_stage_causal",
+]
+
+
+@pytest.mark.parametrize("name", SEQUENCES)
+def test_loop_sequences_are_proved(name: str) -> None:
+    """Loops in sequence over one ring (the counter continuing from one loop into the next),
+    one under a uniform `if`, are proved at the nvgpu level by the default compile, every
+    ring alone and the rings together."""
     compiled = CASES[name].compile(np.random.default_rng(0))
-    with pytest.raises(ProtocolError) as refused:
-        compile_to_ptx(compiled.module, compiled.options)
-    assert "cannot be verified" in str(refused.value)
-    assert "\n" not in str(refused.value)
+    ir: dict[str, str] = {}
+    lower_to_nvgpu_level(compiled.module, compiled.options, ir)
+    verdicts = verify_module(parse_module(make_context(), ir["nvgpu"]))
+    assert verdicts and all(v.proved for v in verdicts), [v.summary() for v in verdicts]

@@ -31,6 +31,8 @@ from tawa_xdsl.transforms.persistent import persistent_launch
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError
 from tawa_xdsl.verify.mutations import MUTATIONS, Mutation
+from tests.corpus import forms
+from tests.corpus.case import Launch
 
 LEVELS = ("mbarrier", "nvgpu")
 
@@ -110,6 +112,7 @@ PLAN: dict[str, list[str]] = {
     "slot_plus_depth": ["gemm", "attn"],
     "parity_two_turns": ["pgemm"],
     "extra_constant": ["gemm1"],
+    "inner_trip_one_more": ["pgemm"],
 }
 # Broken cases no interpreter schedule tried shows (the proof still rejects them), and why.
 UNOBSERVED = {
@@ -129,7 +132,7 @@ CASES = [
 
 
 def test_corpus_covers_every_class_at_both_levels():
-    assert set(PLAN) == set(MUTATIONS)
+    assert set(PLAN) | set(SEQ_PLAN) == set(MUTATIONS)
     per_level = Counter(level for _, _, level in CASES)
     assert per_level["mbarrier"] >= 30 and per_level["nvgpu"] >= 30, per_level
     kinds = {MUTATIONS[n].kind for n in PLAN}
@@ -251,3 +254,119 @@ def test_unmutated_kernels_are_proved_and_run(lowered) -> None:
             module = parse_module(make_context(), lowered[(kernel.name, level)])
             assert _proof(module) == "proved", (kernel.name, level)
             assert not _oracle(module, kernel, level, ["random"]), (kernel.name, level)
+
+
+# ------------------------------------------- sequences of loops and uniform conditionals
+# The forms corpus's kernels whose rings are used by loops in sequence (the counter continuing
+# from one loop into the next), one of them under a uniform `if` (issue 13 item 5). The
+# oracle runs them with more trips than the corpus launch, so that a slot released early is
+# refilled while still held.
+
+SEQ_KERNELS = ["two_loop_gemm", "gemm_loops_same_rings_if_taken", "attention_two_stage_causal"]
+SEQ_PLAN: dict[str, list[str]] = {
+    "seq_counter_restarts": SEQ_KERNELS,
+    "seq_producer_counter_restarts": ["two_loop_gemm", "attention_two_stage_causal"],
+    "seq_counter_skips_one": ["two_loop_gemm", "attention_two_stage_causal"],
+    "seq_second_trips_fewer": ["two_loop_gemm", "gemm_loops_same_rings_if_taken"],
+    "seq_producer_loop_dropped": ["two_loop_gemm", "attention_two_stage_causal"],
+    "seq_condition_negated": ["gemm_loops_same_rings_if_taken"],
+    "seq_condition_on_warpgroup": ["gemm_loops_same_rings_if_taken"],
+    "seq_drain_takes_next": ["two_loop_gemm", "gemm_loops_same_rings_if_taken"],
+    "seq_release_moved_to_first": ["two_loop_gemm"],
+    "loop_repeated": ["two_loop_gemm"],
+    "wait_duplicated": ["two_loop_gemm", "attention_two_stage_causal"],
+    "producer_wait_duplicated": ["gemm_loops_same_rings_if_taken"],
+    "extra_constant": ["gemm_loops_same_rings_if_taken"],
+}
+SEQ_CASES = [
+    (name, kernel, level)
+    for name, kernels in SEQ_PLAN.items()
+    for kernel in kernels
+    for level in LEVELS
+]
+
+
+@pytest.fixture(scope="module")
+def seq_lowered() -> dict[tuple[str, str], str]:
+    """The IR text of the sequence kernels at both levels, compiled as the corpus does."""
+    cases = {case.name: case for case in forms.CASES}
+    out = {}
+    for name in SEQ_KERNELS:
+        compiled = cases[name].compile(np.random.default_rng(0))
+        ir: dict[str, str] = {}
+        lower_to_nvgpu_level(
+            compiled.module, dataclasses.replace(compiled.options, verify=False), ir
+        )
+        for level in LEVELS:
+            out[(name, level)] = ir[level]
+    return out
+
+
+def _seq_launch(name: str) -> Launch:
+    """A launch of the sequence kernel `name` with more loop trips than the corpus's."""
+    rng = np.random.default_rng(3)
+    desc = forms.D
+    if name == "attention_two_stage_causal":
+        seq, dim = 384, 64
+        q, k, v = (forms.normal(rng, (1, seq, dim), forms.F16) for _ in range(3))
+        o = np.zeros_like(q)
+        answer = forms.attention_reference(q, k, v, 1 / 8, True, 1).astype(forms.F16)
+        args = [desc(q, [1, 128, dim]), desc(k, [1, 64, dim]), desc(v, [1, 64, dim]),
+                desc(o, [1, 128, dim]), seq, 1 / 8]  # fmt: skip
+        return Launch((3, 1), args, {}, [(o, answer)])
+    a, b = (forms.normal(rng, (128, 640), forms.F16) for _ in range(2))
+    c = np.zeros((128, 128), forms.F16)
+    if name == "two_loop_gemm":
+        d, e = (forms.normal(rng, (128, 448), forms.F16) for _ in range(2))
+        a, b = a[:, :128].copy(), b[:, :128].copy()
+        answer = forms.wide(a) @ forms.wide(b).T + forms.wide(d) @ forms.wide(e).T
+        args = [*(desc(x, [128, 64]) for x in (a, b, d, e)), desc(c, [128, 128]), 128, 448]
+    else:
+        answer = forms.wide(a) @ forms.wide(b).T
+        args = [desc(a, [128, 64]), desc(b, [128, 64]), desc(c, [128, 128]), 640, 1]
+    return Launch((1, 1), args, {}, [(c, answer.astype(forms.F16))])
+
+
+def _seq_oracle(module: ModuleOp, name: str, level: str, schedules: list[Any]) -> str:
+    """What the interpreter shows under the first schedule that goes wrong, "" if none."""
+    run = run_mbarrier_kernel if level == "mbarrier" else run_nvgpu_kernel
+    for schedule in schedules:
+        launch = _seq_launch(name)
+        try:
+            run(module, launch.grid, launch.args, schedule=schedule)
+        except InterpreterError as error:
+            return f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        out, answer = launch.expected[0]
+        if not np.allclose(out.astype(np.float32), answer.astype(np.float32), 2e-2, 2e-2):
+            return f"wrong result under schedule {schedule!r}"
+    return ""
+
+
+@pytest.mark.parametrize(("name", "kernel", "level"), SEQ_CASES, ids=lambda x: str(x))
+def test_sequence_mutation(seq_lowered, name: str, kernel: str, level: str) -> None:
+    mutation = MUTATIONS[name]
+    module = _mutant(seq_lowered, mutation, kernel, level)
+    proof = _proof(module)
+    if not mutation.broken:
+        assert proof == "proved", proof
+        explicit = [v.summary() for v in verify_module(module, method="explicit")]
+        assert all(line.startswith("proved") for line in explicit), explicit
+        shown = _seq_oracle(module, kernel, level, ["random", "producer-first"])
+        assert not shown, shown
+        return
+    assert proof != "proved", f"{name} ({kernel}, {level}) was proved"
+    if proof.startswith("refused"):
+        assert ".mlir:" in proof, f"the refusal names no place: {proof}"
+        assert "\n" not in proof, proof
+    shown = _seq_oracle(module, kernel, level, ["producer-first", "consumer-first", 0, 1, 2])
+    assert shown, f"{name} ({kernel}, {level}): no schedule made the interpreter fail"
+
+
+@pytest.mark.parametrize("kernel", SEQ_KERNELS)
+@pytest.mark.parametrize("level", LEVELS)
+def test_unmutated_sequences_are_proved_and_run(seq_lowered, kernel: str, level: str) -> None:
+    module = parse_module(make_context(), seq_lowered[(kernel, level)])
+    assert _proof(module) == "proved", (kernel, level)
+    explicit = [v.summary() for v in verify_module(module, method="explicit")]
+    assert all(line.startswith("proved") for line in explicit), explicit
+    assert not _seq_oracle(module, kernel, level, ["random", "consumer-first"]), (kernel, level)
