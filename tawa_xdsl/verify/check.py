@@ -7,6 +7,7 @@ lag-relative model (`explicit.search`) looks for a shortest violating schedule, 
 `trace.render`. A failed certificate for which the search finds no violation is an internal
 error of the certificate generator, reported as such (`internal_error`; the exhaustive search
 alone then shows the ring safe). `method="explicit"` skips the certificate (the second oracle).
+Named barriers and TMA-store staging get one more verdict (`named_barriers.check_named`).
 """
 
 from __future__ import annotations

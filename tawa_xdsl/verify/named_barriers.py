@@ -14,20 +14,24 @@ per warpgroup, and proves:
 * turns: the warpgroups' named-barrier programs, run together with the hardware's counting
   semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
   phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
-  arrived at exit, for every interleaving, for trip counts 0..`TRIPS` of each loop (each
-  the same inner trip count in each iteration of an outer loop); the programs are periodic
-  in the trip count, so these cover every arrival pattern of prologue, loop and epilogue;
+  arrived at exit, under every interleaving, for trip counts 0..`TRIPS` of each loop (the
+  same inner trip count in every tile): a bounded check of a program periodic in the trip;
 * staging: a buffer a `tma_store` reads is written only when no store group of the
   warpgroup may still read it (a `tma_store_wait 0` in the storing thread, then a named
   barrier the writers take part in, since the last commit), and every warpgroup ends with
   no store group in flight: an abstract interpretation of each warpgroup's program, to a
-  fixpoint over every loop (so for every trip count).
+  fixpoint over every loop (so for every trip count);
+* turns with the rings: no cycle of named-barrier turns and mbarrier waits (a consumer
+  blocked on its turn while the other waits for a ring use that only the first one frees):
+  every warpgroup's ring ops (read as `compose.py` reads them, on the per-ring proofs'
+  premise that use u of a ring is put / released exactly when its ops ran) and named-barrier
+  ops run together to a fixpoint, for 0..D + `TRIPS` uses per tile (D the deepest ring) and
+  one or two tiles. Waits and syncs are enabled monotonically by what the others did, so one
+  maximal run decides each case. This part is a bounded check, not a proof for every N.
 
-Not modelled, and assumed: that the turns form no cycle with the mbarrier rings (a
-consumer blocked on a turn while the other waits for a ring use only the first frees); the
-per-ring and cross-ring proofs do not see named barriers. Anything outside the model (a
-named barrier shared by two groups, under a condition other than the warpgroup index, a
-thread guard or the loop guards above, inside another region op) is refused in one line.
+Anything outside the model (a named barrier shared by two groups, under a condition other
+than the warpgroup index, a thread guard or the loop guards above, inside another region
+op, in a loop other than the rings') is refused in one line.
 """
 
 from __future__ import annotations
@@ -41,11 +45,16 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawa_xdsl import protocol
+from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS
 from tawa_xdsl.verify.extract import (
+    Actor,
     ExtractionError,
     Group,
+    RingProtocolModel,
+    Step,
+    extract,
     fail,
     find_rings,
     is_thread_guard,
@@ -335,8 +344,6 @@ def _show(poly: Poly) -> str:
 
 
 def _loc(op: Operation) -> str:
-    from tawa_xdsl.diagnostics import op_location
-
     return op_location(op)
 
 
@@ -442,6 +449,228 @@ def _explore(runs: list[list[Event]], names: list[str]) -> str:
     return ""
 
 
+# ------------------------------------------------------------------ turns and the rings
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One op instance of a warpgroup's tile program, in program order by `key`."""
+
+    key: tuple  # (tile, phase, iteration, pos): phase 0 before the inner loop, 1 in it, 2 after
+    kind: str  # emptywait | put | fullwait | release | sync | arrive
+    ring: int = -1
+    use: int = 0  # the ring use (counted across tiles)
+    ident: int = 0  # named barrier id
+    op: Operation | None = None
+    text: str = ""
+
+
+def _ring_kind(step: Step, role: str) -> str | None:
+    if role == "producer":
+        if step.kind == "wait":
+            return "emptywait"
+        return "put" if step.kind in ("tma", "store", "arrive") else None
+    if step.kind == "wait":
+        return "fullwait"
+    return "release" if step.kind == "arrive" else None
+
+
+def _ring_instances(
+    rings: list[RingProtocolModel], group: int, looped: list[bool], tiles: int, trips: int
+) -> list[Instance]:
+    """The ring op instances of one warpgroup of `group` (`compose.py`'s reading of a step:
+    the peeled prologue acts on use 0 of the tile, a lagged step on k - lag, a lookahead
+    step on k + 1, the drain on the last `lag` uses; uses count on across tiles)."""
+    actors = [
+        (r, a)
+        for r, ring in enumerate(rings)
+        for a in (ring.producer, *ring.consumers)
+        if a.group == group
+    ]
+    lo = min((st.pos for r, a in actors if looped[r] for st in a.steps), default=-1)
+    out = []
+    for (r, actor), t in itertools.product(actors, range(tiles)):
+        base = t * (trips if looped[r] else 1)
+        for key, step, use in _tile_steps(actor, looped[r], lo, trips):
+            kind = _ring_kind(step, actor.role)
+            if kind:
+                text = f"{step.text} @ {step.loc}"
+                out.append(Instance((t, *key), kind, r, base + use, text=text))
+    return out
+
+
+def _tile_steps(actor: Actor, looped: bool, lo: int, trips: int) -> list[tuple]:
+    """(key without the tile, step, use in the tile) of one tile of `actor`."""
+    out = [((0, 0, st.pos), st, 0) for st in actor.prologue if trips >= 1]
+    for step in actor.steps:
+        if not looped:
+            out.append(((0 if step.pos < lo else 2, 0, step.pos), step, 0))
+            continue
+        for k in range(trips):
+            use = k + 1 if step.ahead else k - step.lag
+            if 0 <= use < trips:
+                out.append(((1, k, step.pos), step, use))
+    if actor.drain:
+        release = next(st for st in actor.steps if st.kind == "arrive")
+        for use in range(max(0, trips - actor.lag), trips):
+            out.append(((2, use, actor.drain_pos), release, use))
+    return out
+
+
+def _named_instances(
+    prog: Program, inner: scf.ForOp | None, order: dict[int, int], tiles: int, trips: int
+) -> list[Instance]:
+    """The named-barrier instances of `prog`, keyed like the ring instances."""
+    out: list[Instance] = []
+    end = max((order[id(o)] for o in inner.walk()), default=-1) if inner else -1
+
+    def visit(items: list, cond: str, looped: bool) -> None:
+        for item in items:
+            if isinstance(item, Event):
+                if item.kind in ("sync", "arrive"):
+                    place(item, cond, looped)
+            elif isinstance(item, Loop):
+                if item.op is inner:
+                    visit(item.items, "always", True)
+                elif inner is not None and item.op.is_ancestor(inner):
+                    visit(item.items, cond, looped)  # the tile loop
+                else:
+                    raise fail(
+                        item.op, "named barrier in a loop other than the rings' (not modelled)"
+                    )
+            else:
+                visit(item.items, item.kind, looped)
+
+    def place(ev: Event, cond: str, looped: bool) -> None:
+        pos = order[id(ev.op)]
+        for t in range(tiles):
+            if looped:
+                for k in range(trips):
+                    if cond != "notfirst" or k > 0:
+                        out.append(Instance((t, 1, k, pos), ev.kind, ident=ev.ident, op=ev.op))
+            elif cond != "nonempty" or trips > 0:
+                phase = 0 if inner is None or pos < order[id(inner)] else 2
+                if inner is not None and order[id(inner)] < pos <= end:
+                    raise fail(ev.op, "named barrier in the rings' loop under another op")
+                out.append(Instance((t, phase, 0, pos), ev.kind, ident=ev.ident, op=ev.op))
+
+    visit(prog.items, "always", False)
+    return out
+
+
+def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
+    """No deadlock of the turns together with the rings (module docstring): every
+    warpgroup's ring and named-barrier instances, for `tiles` x `trips` uses, run to a
+    fixpoint. Ring waits and named-barrier syncs are enabled monotonically by what the
+    others did (a use put, a use released by every consumer warpgroup, the k-th arrivals of
+    every participant), so one maximal run decides: someone left unfinished is a deadlock."""
+    named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
+    if len(named) < 2:
+        return
+    rings = extract(module)
+    if not rings:
+        return
+    inner_depth = max(a.loop_depth for r in rings for a in (r.producer, *r.consumers))
+    looped = [
+        inner_depth > 0 and max(a.loop_depth for a in (r.producer, *r.consumers)) == inner_depth
+        for r in rings
+    ]
+    groups = kernel_groups(module, [r.full for r in find_rings(module)])
+    persistent = any(a.loop_depth > 1 for r in rings for a in (r.producer, *r.consumers))
+    deepest = max(r.depth for r in rings)
+    for tiles in (1, 2) if persistent else (1,):
+        for trips in range(deepest + TRIPS + 1):
+            runs = []
+            for prog in progs:
+                group = groups[prog.group]
+                flat = list(group.body.walk())
+                order = {id(op): n for n, op in enumerate(flat)}
+                inner = _inner_loop(rings, looped, prog.group, flat)
+                mine = _ring_instances(rings, prog.group, looped, tiles, trips)
+                mine += _named_instances(prog, inner, order, tiles, trips)
+                runs.append(sorted(mine, key=lambda x: x.key))
+            problem = _run(
+                runs,
+                [p.name for p in progs],
+                rings,
+                [g.role for g in (groups[p.group] for p in progs)],
+            )
+            if problem:
+                raise NamedBarrierViolation(
+                    f"named barriers with the rings, {tiles} tile(s) of {trips} use(s): {problem}"
+                )
+
+
+def _inner_loop(rings, looped, group: int, flat: list[Operation]) -> scf.ForOp | None:
+    for r, ring in enumerate(rings):
+        for actor in (ring.producer, *ring.consumers):
+            if actor.group == group and looped[r] and actor.steps:
+                op = flat[actor.steps[0].pos]
+                while op is not None and not isinstance(op, scf.ForOp):
+                    op = op.parent_op()
+                return op
+    return None
+
+
+def _run(runs: list[list[Instance]], names: list[str], rings, roles: list[str]) -> str:
+    """One maximal run of the instances (`check_ring_turns`); "" when everyone finishes."""
+    consumers = [w for w, role in enumerate(roles) if role == "consumer"]
+    puts_needed = Counter(
+        (i.ring, i.use) for w in range(len(runs)) for i in runs[w] if i.kind == "put"
+    )
+    puts: Counter = Counter()
+    released: Counter = Counter()  # (ring, warpgroup) -> releases
+    arrived: Counter = Counter()  # (id, warpgroup) -> arrivals
+    parties: dict[int, set[int]] = {}
+    for w, run in enumerate(runs):
+        for i in run:
+            if i.kind in ("sync", "arrive"):
+                parties.setdefault(i.ident, set()).add(w)
+    pos = [0] * len(runs)
+    waiting = [0] * len(runs)  # the arrival count a sync waits for
+    progress = True
+    while progress:
+        progress = False
+        for w, run in enumerate(runs):
+            while pos[w] < len(run):
+                i = run[pos[w]]
+                if i.kind == "emptywait":
+                    depth = rings[i.ring].depth
+                    if i.use >= depth and any(
+                        released[(i.ring, c)] < i.use - depth + 1 for c in consumers
+                    ):
+                        break
+                elif i.kind == "fullwait" and puts[(i.ring, i.use)] < puts_needed[(i.ring, i.use)]:
+                    break
+                elif i.kind == "sync":
+                    if not waiting[w]:
+                        arrived[(i.ident, w)] += 1
+                        waiting[w] = arrived[(i.ident, w)]
+                    if any(arrived[(i.ident, o)] < waiting[w] for o in parties[i.ident]):
+                        break
+                    waiting[w] = 0
+                elif i.kind == "arrive":
+                    arrived[(i.ident, w)] += 1
+                elif i.kind == "put":
+                    puts[(i.ring, i.use)] += 1
+                elif i.kind == "release":
+                    released[(i.ring, w)] += 1
+                pos[w] += 1
+                progress = True
+    blocked = [
+        f"{names[w]} at {_where(runs[w][pos[w]], rings)}"
+        for w in range(len(runs))
+        if pos[w] < len(runs[w])
+    ]
+    return f"deadlock: {'; '.join(blocked)}" if blocked else ""
+
+
+def _where(i: Instance, rings) -> str:
+    if i.op is not None:
+        return f"{i.op.name} {i.ident} @ {_loc(i.op)}"
+    return f"{i.text} (ring {rings[i.ring].name}, use {i.use})"
+
+
 # ------------------------------------------------------------------------------ staging
 
 CAP = 4  # store groups counted exactly up to CAP (more are as bad as CAP for a wait < CAP)
@@ -545,5 +774,6 @@ def check_named(module: ModuleOp) -> int:
     progs = programs(module)
     check_counts(progs)
     check_turns(progs)
+    check_ring_turns(module, progs)
     check_staging(progs)
     return len({e.ident for p in progs for e in _events(p.items) if e.kind in ("sync", "arrive")})

@@ -166,3 +166,20 @@ def test_unmutated_kernels_are_proved_and_run(lowered) -> None:
         module = parse_module(make_context(), lowered[name], f"{name}.nvgpu.mlir")
         assert _proof(module) == "proved", name
         assert not _oracle(module, name, ["random"]), name
+
+
+def test_turns_with_a_one_slot_ring_deadlock() -> None:
+    """With one slot per ring the ping-pong turns close a cycle with the rings: the second
+    consumer waits for the next K/V use before it hands the turn back, and the producer
+    can put that use only after the first consumer, waiting for its turn, releases the
+    current one. The proof finds it (three uses); the interpreter deadlocks at seq = 192."""
+    options = CompileOptions(stages=1, mma_depth=1, consumers=2, pingpong=True, verify=False)
+    module = lower_to_nvgpu_level(attention.tile_module(64, block_n=64, block_m=128), options)
+    proof = _proof(module)
+    assert proof.startswith("counterexample") and "with the rings" in proof, proof
+    assert "deadlock" in proof, proof
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 192, 64)).astype(np.float16) for _ in range(3))
+    args = [q, k, v, np.zeros((1, 192, 64), np.float16), 192, np.float32(0.125)]
+    with pytest.raises(InterpreterError, match="deadlock"):
+        run_nvgpu_kernel(module, attention.grid(192, 1), args, schedule="round-robin")
