@@ -219,6 +219,6 @@ def check_module(module: ModuleOp) -> list[RingVerdict]:
         named = verify_named(module)
     except ExtractionError as error:
         raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
-    if named and not named[0].proved:
-        raise ProtocolError(f"error: {named[0].message}")
+    if named and not named[0].proved:  # the message starts with the op's place
+        raise ProtocolError(named[0].message.replace(": ", ": error: ", 1))
     return verdicts + ([together] if together else []) + named

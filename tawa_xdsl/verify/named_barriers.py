@@ -394,7 +394,15 @@ def check_turns(progs: list[Program]) -> None:
         problem = _explore(runs, [p.name for p in named])
         if problem:
             shown = ", ".join(f"N={n}" for n in choice)
-            raise NamedBarrierViolation(f"named barriers, trip counts {shown}: {problem}")
+            raise NamedBarrierViolation(
+                f"{_first_named(named)}: named barriers, trip counts {shown}: {problem}"
+            )
+
+
+def _first_named(progs: list[Program]) -> str:
+    """The place of the first named-barrier op (where a turn problem is reported)."""
+    ops = [e.op for p in progs for e in _events(p.items) if e.kind in ("sync", "arrive")]
+    return _loc(ops[0])
 
 
 def _explore(runs: list[list[Event]], names: list[str]) -> str:
@@ -597,7 +605,8 @@ def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
             )
             if problem:
                 raise NamedBarrierViolation(
-                    f"named barriers with the rings, {tiles} tile(s) of {trips} use(s): {problem}"
+                    f"{_first_named(named)}: named barriers with the rings, {tiles} tile(s) of "
+                    f"{trips} use(s): {problem}"
                 )
 
 
