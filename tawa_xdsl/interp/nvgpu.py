@@ -1165,6 +1165,11 @@ def _warpgroup_body(ev: Evaluator, body: Block, args: Sequence[Any]) -> Generato
             f"warpgroup {wg.index} exited with {len(wg.uncommitted) + sum(map(len, wg.groups))} "
             f"wgmmas not retired and {sum(map(len, wg.stores.values()))} TMA stores not committed"
         )
+    if any(wg.store_groups.values()):  # the CTA's smem goes away under a store still reading it
+        raise InterpreterError(
+            f"warpgroup {wg.index} exited with {sum(map(len, wg.store_groups.values()))} TMA "
+            "store groups still reading shared memory (no tma_store_wait 0 before the exit)"
+        )
 
 
 def _check_finished(kernel: func.FuncOp, state: NvgpuState) -> None:

@@ -7,6 +7,7 @@ lag-relative model (`explicit.search`) looks for a shortest violating schedule, 
 `trace.render`. A failed certificate for which the search finds no violation is an internal
 error of the certificate generator, reported as such (`internal_error`; the exhaustive search
 alone then shows the ring safe). `method="explicit"` skips the certificate (the second oracle).
+Named barriers and TMA-store staging get one more verdict (`named_barriers.check_named`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 
 from tawa_xdsl.diagnostics import TawaError
+from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.verify.certificate import prove
 from tawa_xdsl.verify.compose import PremiseError, check_composition
 from tawa_xdsl.verify.explicit import search
 from tawa_xdsl.verify.extract import ExtractionError, RingProtocolModel, extract
+from tawa_xdsl.verify.named_barriers import NamedBarrierViolation, check_named
 from tawa_xdsl.verify.trace import render
 
 
@@ -39,6 +42,10 @@ class RingVerdict:
     internal_error: bool = False  # the certificate failed, yet no counterexample exists
 
     def summary(self) -> str:
+        if self.method == "named":
+            if self.proved:
+                return f"proved: {self.ring}: {self.message} ({self.seconds:.2f} s)"
+            return f"FAILED: {self.ring}: {self.message}"
         if self.method == "composition":
             if self.proved:
                 return (
@@ -147,7 +154,28 @@ def verify_module(module: ModuleOp, method: str = "certificate") -> list[RingVer
     verdicts = [verify_ring(ring, method) for ring in rings]
     # The decomposition relies on every ring proved alone (P2 of compose.py).
     together = verify_composition(rings) if all(v.proved for v in verdicts) else None
-    return verdicts + ([together] if together else [])
+    return verdicts + ([together] if together else []) + verify_named(module)
+
+
+def verify_named(module: ModuleOp) -> list[RingVerdict]:
+    """The verdict on the named barriers and TMA-store staging (`named_barriers.py`), none
+    when the kernel has neither; IR outside that model raises `ExtractionError`."""
+    start = time.perf_counter()
+    try:
+        count = check_named(module)
+    except NamedBarrierViolation as error:
+        return [RingVerdict("named barriers", False, 0.0, 0, "NAMED", str(error), method="named")]
+    if not count and not any(isinstance(op, nvgpu.TmaStoreOp) for op in module.walk()):
+        return []
+    what = (
+        f"{count} named barrier(s) and the TMA-store staging: matched arrivals and thread "
+        "counts for every trip count, no turn deadlock, no staging write before its store read"
+    )
+    return [
+        RingVerdict(
+            "named barriers", True, time.perf_counter() - start, 0, None, what, method="named"
+        )
+    ]
 
 
 class ProtocolError(TawaError):
@@ -187,4 +215,10 @@ def check_module(module: ModuleOp) -> list[RingVerdict]:
             f"{rings[0].loc}: error: barrier protocols of rings {together.ring} can deadlock "
             f"each other: {together.message}"
         )
-    return verdicts + ([together] if together else [])
+    try:
+        named = verify_named(module)
+    except ExtractionError as error:
+        raise ProtocolError(f"{error} (the barrier protocol cannot be verified)") from error
+    if named and not named[0].proved:  # the message starts with the op's place
+        raise ProtocolError(named[0].message.replace(": ", ": error: ", 1))
+    return verdicts + ([together] if together else []) + named

@@ -6,7 +6,8 @@ reordered, an equivalent slot expression, a harmless constant). A mutation that 
 nothing to change in a module raises `NotApplicable`. `MUTATIONS` lists them by name;
 `tests/unit/test_mutation_corpus.py` applies them to the GEMM, attention and causal attention,
 persistent and not, at both levels, and checks the proof and a dynamic oracle (the mbarrier or
-nvgpu interpreter) against each.
+nvgpu interpreter) against each. `NAMED_BARRIER_MUTATIONS` (named barriers and TMA-store
+staging, nvgpu level) are planted by `tests/unit/test_mutation_named_barriers.py`.
 
     from tawa_xdsl.verify.mutations import MUTATIONS
     MUTATIONS["parity_flipped"].apply(module)      # module: lowered IR, changed in place
@@ -822,5 +823,177 @@ MUTATIONS: dict[str, Mutation] = {
         Mutation("seq_drain_takes_next", "loop sequences", seq_drain_takes_next),
         Mutation("seq_release_moved_to_first", "loop sequences", seq_release_moved_to_first),
         Mutation("inner_trip_one_more", "nested loops", inner_trip_one_more),
+    ]
+}
+
+
+# ------------------------------------------- named barriers and TMA-store staging (nvgpu)
+
+
+def _named(m: ModuleOp, kind: type, ident: int | None = None) -> list[Operation]:
+    """The consumers' named-barrier ops of `kind` (with id `ident`), in program order."""
+    found = [
+        op
+        for op in Site(m).ops((nvgpu.NamedBarrierSyncOp, nvgpu.NamedBarrierArriveOp), "consumer")
+        if isinstance(op, kind) and (ident is None or op.barrier_id.value.data == ident)
+    ]
+    if not found:
+        raise NotApplicable(f"no {kind.__name__} {ident or ''} in the consumers")
+    return found
+
+
+def _looped(ops: list[Operation]) -> list[Operation]:
+    inside = [op for op in ops if _enclosing(op, scf.ForOp) is not None]
+    if not inside:
+        raise NotApplicable("no such op in a loop")
+    return inside
+
+
+def _renumber(op: Operation, ident: int) -> None:
+    op.properties["id"] = IntegerAttr(ident, i32)
+
+
+def turn_arrive_dropped(m: ModuleOp) -> None:
+    """A consumer's in-loop ping-pong hand-off (`named_barrier_arrive`) is gone."""
+    Rewriter.erase_op(_looped(_named(m, nvgpu.NamedBarrierArriveOp))[-1])
+
+
+def turn_sync_dropped(m: ModuleOp) -> None:
+    """A consumer no longer waits for its ping-pong turn (`named_barrier_sync`)."""
+    Rewriter.erase_op(_looped(_named(m, nvgpu.NamedBarrierSyncOp))[-1])
+
+
+def turn_first_arrive_renumbered(m: ModuleOp) -> None:
+    """The hand-off before the turn loop arrives on the other turn's barrier (ids swapped)."""
+    arrives = _named(m, nvgpu.NamedBarrierArriveOp)
+    loop = _enclosing(_looped(_named(m, nvgpu.NamedBarrierSyncOp))[0], scf.ForOp)
+    first = [op for op in arrives if not _precedes(op, loop.body.block.last_op)]  # type: ignore[union-attr]
+    other = sorted({op.barrier_id.value.data for op in arrives} - {_id(first[0])})
+    if not other:
+        raise NotApplicable("one turn barrier")
+    _renumber(first[0], other[0])
+
+
+def _id(op: Operation) -> int:
+    return op.barrier_id.value.data  # type: ignore[attr-defined]
+
+
+def turn_order_swapped(m: ModuleOp) -> None:
+    """Each consumer waits on the other's turn barrier (the turn read in the wrong order)."""
+    syncs = _looped(_named(m, nvgpu.NamedBarrierSyncOp))
+    ids = [op.barrier_id.value.data for op in syncs]
+    if len(set(ids)) != 2:
+        raise NotApplicable("not two turn barriers")
+    for op, ident in zip(syncs, reversed(ids), strict=True):
+        _renumber(op, ident)
+
+
+def turn_threads_wrong(m: ModuleOp) -> None:
+    """One consumer's turn wait counts one warpgroup instead of two."""
+    sync = _looped(_named(m, nvgpu.NamedBarrierSyncOp))[0]
+    sync.properties["threads"] = IntegerAttr(sync.threads.value.data // 2, i32)
+
+
+def staging_threads_wrong(m: ModuleOp) -> None:
+    """The staging barrier before the TMA store counts one warpgroup of the two."""
+    sync = _named(m, nvgpu.NamedBarrierSyncOp)[-1]
+    sync.properties["threads"] = IntegerAttr(sync.threads.value.data // 2, i32)
+
+
+def _staging_writes(m: ModuleOp) -> list[Operation]:
+    stored = {id(op.buf) for op in Site(m).ops(nvgpu.TmaStoreOp, "consumer")}
+    writes = [
+        op
+        for op in Site(m).ops((nvgpu.FragmentStoreOp, nvgpu.SmemStoreOp), "consumer")
+        if id(op.buf) in stored  # type: ignore[attr-defined]
+    ]
+    if not writes:
+        raise NotApplicable("no staging buffer")
+    return writes
+
+
+def _store_waits(m: ModuleOp) -> list[Operation]:
+    """The `scf.if` (thread guard) around each of the consumers' `tma_store_wait`s."""
+    return [op.parent_op() for op in Site(m).ops(nvgpu.TmaStoreWaitOp, "consumer")]  # type: ignore[misc]
+
+
+def staging_sync_dropped(m: ModuleOp) -> None:
+    """The barrier between thread 0's `tma_store_wait` and the staging write is gone."""
+    write = _staging_writes(m)[0]
+    sync = write.prev_op
+    if not isinstance(sync, nvgpu.NamedBarrierSyncOp):
+        raise NotApplicable("no barrier before the staging write")
+    Rewriter.erase_op(sync)
+
+
+def staging_written_before_wait(m: ModuleOp) -> None:
+    """The staging buffer is written before the wait for the previous TMA store to read it."""
+    write = _staging_writes(m)[0]
+    wait = _store_waits(m)[0]
+    if not _precedes(wait, write) and wait.parent_block() is not write.parent_block():
+        raise NotApplicable("no wait before the staging write")
+    write.detach()
+    Rewriter.insert_op(write, InsertPoint.before(wait))
+
+
+def store_wait_dropped(m: ModuleOp) -> None:
+    """The `tma_store_wait` before the staging buffer is rewritten is gone."""
+    Rewriter.erase_op(_store_waits(m)[0])
+
+
+def store_wait_at_exit_dropped(m: ModuleOp) -> None:
+    """The last `tma_store_wait`: the warpgroup exits while its TMA store still reads smem."""
+    Rewriter.erase_op(_store_waits(m)[-1])
+
+
+def store_wait_pending_one(m: ModuleOp) -> None:
+    """The wait before the staging write leaves one store group unread."""
+    guard = _store_waits(m)[0]
+    wait = next(o for o in guard.walk() if isinstance(o, nvgpu.TmaStoreWaitOp))
+    wait.properties["pending"] = IntegerAttr(1, i32)
+
+
+def staging_barrier_renumbered(m: ModuleOp) -> None:
+    """Safe: the staging barrier uses another free id (both of its syncs)."""
+    used = {op.barrier_id.value.data for op in m.walk() if hasattr(op, "barrier_id")}
+    free = next(i for i in range(6, 16) if i not in used)
+    ident = _named(m, nvgpu.NamedBarrierSyncOp)[-1].barrier_id.value.data
+    for op in _named(m, nvgpu.NamedBarrierSyncOp, ident):
+        _renumber(op, free)
+
+
+NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in [
+        Mutation("turn_arrive_dropped", "named barriers", turn_arrive_dropped),
+        Mutation(
+            "turn_sync_dropped",
+            "named barriers",
+            turn_sync_dropped,
+            unseen="the turns order only when the two warpgroups issue their MMAs, not what they "
+            "compute; the unmatched arrivals complete the barrier among themselves",
+        ),  # fmt: skip
+        Mutation("turn_first_arrive_renumbered", "named barriers", turn_first_arrive_renumbered),
+        Mutation("turn_order_swapped", "named barriers", turn_order_swapped),
+        Mutation("turn_threads_wrong", "named barriers", turn_threads_wrong),
+        Mutation(
+            "staging_threads_wrong",
+            "named barriers",
+            staging_threads_wrong,
+            unseen="the interpreter arrives a warpgroup's four warps at once, so a phase of one "
+            "warpgroup's count is never completed by warps of both (the GPU can)",
+        ),  # fmt: skip
+        Mutation(
+            "staging_sync_dropped",
+            "tma_store_wait",
+            staging_sync_dropped,
+            unseen="the interpreter runs a warpgroup's threads in lockstep, so thread 0's "
+            "tma_store_wait holds the other threads back too (on the GPU they write at once)",
+        ),  # fmt: skip
+        Mutation("staging_written_before_wait", "tma_store_wait", staging_written_before_wait),
+        Mutation("store_wait_dropped", "tma_store_wait", store_wait_dropped),
+        Mutation("store_wait_at_exit_dropped", "tma_store_wait", store_wait_at_exit_dropped),
+        Mutation("store_wait_pending_one", "tma_store_wait", store_wait_pending_one),
+        Mutation("staging_barrier_renumbered", "safe", staging_barrier_renumbered, broken=False),
     ]
 }

@@ -60,6 +60,14 @@ KERNELS = {
             "attn", CompileOptions(stages=2, mma_depth=1, consumers=2, verify=False), "attention"
         ),
         Kernel(
+            "pattn",
+            CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=True, verify=False),
+            "attention",
+        ),
+        Kernel(
+            "causal", CompileOptions(stages=2, mma_depth=1, consumers=2, verify=False), "causal"
+        ),
+        Kernel(
             "pcausal",
             CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=True, verify=False),
             "causal",
@@ -81,7 +89,7 @@ PLAN: dict[str, list[str]] = {
     "slot_plus_warpgroup": ["gemm"],
     "slot_far_offset": ["gemm1", "pgemm"],
     "parity_one_turn": ["gemm", "pcausal"],
-    "parity_flipped": ["gemm1", "attn"],
+    "parity_flipped": ["gemm1", "attn", "pattn"],
     "parity_on_other_counter": ["pgemm"],
     "counter_starts_at_one": ["gemm1", "attn"],
     "counter_not_incremented": ["gemm"],
@@ -100,7 +108,7 @@ PLAN: dict[str, list[str]] = {
     "trips_depend_on_warpgroup": ["gemm"],
     "loop_repeated": ["gemm1"],
     "consumer_arrives_on_full": ["gemm1", "gemm"],
-    "tx_halved": ["gemm", "attn"],
+    "tx_halved": ["gemm", "attn", "pattn", "causal"],
     "count_low": ["gemm"],
     "release_before_read": ["gemm1"],
     "wgmma_wait_removed": ["gemm", "gemm1"],
@@ -109,7 +117,7 @@ PLAN: dict[str, list[str]] = {
     "wait_duplicated": ["gemm1", "attn"],
     "producer_wait_duplicated": ["pgemm"],
     "copies_swapped": ["gemm", "pgemm"],
-    "slot_plus_depth": ["gemm", "attn"],
+    "slot_plus_depth": ["gemm", "attn", "causal"],
     "parity_two_turns": ["pgemm"],
     "extra_constant": ["gemm1"],
     "inner_trip_one_more": ["pgemm"],
@@ -142,6 +150,9 @@ def test_corpus_covers_every_class_at_both_levels():
             {"wgmma retirement", "elected thread"} if level == "mbarrier" else set()
         )
     assert {KERNELS[k].kind for _, k, _ in CASES} == {"gemm", "attention", "causal"}
+    for kind in ("gemm", "attention", "causal"):  # each persistent and not
+        planted = {KERNELS[k].options.persistent for _, k, _ in CASES if KERNELS[k].kind == kind}
+        assert planted == {False, True}, kind
 
 
 # ------------------------------------------------------------------------ the kernels

@@ -1,0 +1,788 @@
+"""Named barriers and TMA-store staging at the nvgpu level: extraction, checked facts, proof.
+
+The rings' proof (`certificate.py`, `compose.py`) covers the mbarriers. The consumers also
+block on named barriers (`bar.sync` / `bar.arrive`: the ping-pong turns of two consumer
+warpgroups, the staging barrier of a TMA-store epilogue) and on `tma_store_wait` (the bulk
+store group still reading a staging buffer). `check_named(module)` extracts every such op,
+per warpgroup, and proves:
+
+* counts: every named barrier id is used by whole warpgroups of one group (no op under a
+  thread guard), its thread count is 128 x the warpgroups taking part, and each of them
+  arrives on it equally often for every trip count of every loop (the counts are exact
+  polynomials in the trips, `[N > 0]` for the guards `lb < ub` and `iv != lb`, compared
+  coefficient by coefficient);
+* turns: the warpgroups' named-barrier programs, run together with the hardware's counting
+  semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
+  phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
+  arrived at exit, under every interleaving, for trip counts 0..`TRIPS` of each loop (the
+  same inner trip count in every tile): a bounded check of a program periodic in the trip;
+* staging: a buffer a `tma_store` reads is written only when no store group of the
+  warpgroup may still read it (a `tma_store_wait 0` in the storing thread, then a named
+  barrier the writers take part in, since the last commit), and every warpgroup ends with
+  no store group in flight: an abstract interpretation of each warpgroup's program, to a
+  fixpoint over every loop (so for every trip count);
+* turns with the rings: no cycle of named-barrier turns and mbarrier waits (a consumer
+  blocked on its turn while the other waits for a ring use that only the first one frees):
+  every warpgroup's ring ops (read as `compose.py` reads them, on the per-ring proofs'
+  premise that use u of a ring is put / released exactly when its ops ran) and named-barrier
+  ops run together to a fixpoint, for 0..D + `TRIPS` uses per tile (D the deepest ring) and
+  one or two tiles. Waits and syncs are enabled monotonically by what the others did, so one
+  maximal run decides each case. This part is a bounded check, not a proof for every N.
+
+Anything outside the model (a named barrier shared by two groups, under a condition other
+than the warpgroup index, a thread guard or the loop guards above, inside another region
+op, in a loop other than the rings') is refused in one line.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from tawa_xdsl import protocol
+from tawa_xdsl.diagnostics import op_location
+from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS
+from tawa_xdsl.verify.extract import (
+    Actor,
+    ExtractionError,
+    Group,
+    RingProtocolModel,
+    Step,
+    extract,
+    fail,
+    find_rings,
+    is_thread_guard,
+    kernel_groups,
+)
+
+TRIPS = 3  # trip counts 0..TRIPS of every loop, for the turn simulation
+NAMED = (nvgpu.NamedBarrierSyncOp, nvgpu.NamedBarrierArriveOp)
+STORES = (nvgpu.TmaStoreOp, nvgpu.TmaStoreCommitOp, nvgpu.TmaStoreWaitOp)
+WRITES = (nvgpu.FragmentStoreOp, nvgpu.SmemStoreOp)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One op of a warpgroup's program: kind sync | arrive | store | commit | wait | write."""
+
+    op: Operation
+    kind: str
+    ident: int = 0  # named barrier id
+    threads: int = 0  # named barrier thread count; wait: groups left pending
+    thread: int | None = None  # the one thread that runs it (under `thread_index == c`)
+
+
+@dataclass
+class Loop:
+    """An `scf.for` holding events: its body runs N >= 0 times."""
+
+    op: scf.ForOp
+    items: list
+
+
+@dataclass
+class Guarded:
+    """Events under `lb < ub` of a loop (`nonempty`) or `iv != lb` in it (`notfirst`)."""
+
+    kind: str
+    loop: scf.ForOp
+    items: list
+
+
+@dataclass
+class Program:
+    """One warpgroup's named-barrier and staging events."""
+
+    name: str
+    group: int
+    items: list = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ extraction
+
+
+def _relevant(op: Operation) -> bool:
+    return any(isinstance(o, NAMED + STORES) for o in op.walk())
+
+
+def _warpgroup_value(value: SSAValue, wg: SSAValue, index: int) -> int | None:
+    """The value of `value` for warpgroup `index` when it is arithmetic on the index only."""
+    if value == wg:
+        return index
+    constant = protocol.constant_of(value)
+    if constant is not None:
+        return constant
+    op = value.owner
+    if isinstance(op, arith.SubiOp | arith.AddiOp | arith.MuliOp):
+        a, b = (_warpgroup_value(v, wg, index) for v in op.operands)
+        if a is None or b is None:
+            return None
+        return {arith.SubiOp: a - b, arith.AddiOp: a + b, arith.MuliOp: a * b}[type(op)]
+    return None
+
+
+def _warpgroup_branch(cond: SSAValue, wg: SSAValue, index: int) -> bool | None:
+    """Whether warpgroup `index` takes the true branch of `cond`, None when `cond` is not a
+    comparison of values computed from the warpgroup index alone."""
+    op = cond.owner
+    if not isinstance(op, arith.CmpiOp) or wg not in _roots(op):
+        return None
+    a, b = (_warpgroup_value(v, wg, index) for v in op.operands)
+    if a is None or b is None:
+        return None
+    predicate = op.predicate.value.data
+    compare = {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b}
+    return compare.get(predicate, {6: a < b, 7: a <= b, 8: a > b, 9: a >= b}.get(predicate))
+
+
+def _roots(op: Operation) -> set[SSAValue]:
+    out: set[SSAValue] = set()
+    for v in op.operands:
+        out.add(v)
+        if isinstance(v.owner, Operation):
+            out |= _roots(v.owner)
+    return out
+
+
+def _loop_guard(op: scf.IfOp, loops: list[scf.ForOp]) -> Guarded | None:
+    """`lb < ub` of a loop in the same block, or `iv != lb` of an enclosing loop."""
+    cond = op.cond.owner
+    if not isinstance(cond, arith.CmpiOp):
+        return None
+    block = op.parent_block()
+    if cond.predicate.value.data == 2 and block is not None:  # slt
+        for other in block.ops:
+            if isinstance(other, scf.ForOp) and (other.lb, other.ub) == (cond.lhs, cond.rhs):
+                return Guarded("nonempty", other, [])
+    if cond.predicate.value.data == 1:  # ne
+        for loop in loops:
+            if (cond.lhs, cond.rhs) == (loop.body.block.args[0], loop.lb):
+                return Guarded("notfirst", loop, [])
+    return None
+
+
+class _Walker:
+    """Builds the program of warpgroup `index` of a group (module docstring)."""
+
+    def __init__(self, wg: SSAValue, index: int, staging: set[int]):
+        self.wg, self.index, self.staging = wg, index, staging
+
+    def block(self, block: Block, loops: list[scf.ForOp], thread: int | None) -> list:
+        items: list = []
+        for op in block.ops:
+            items += self.visit(op, loops, thread)
+        return items
+
+    def visit(self, op: Operation, loops: list[scf.ForOp], thread: int | None) -> list:
+        if isinstance(op, NAMED):
+            if thread is not None:
+                raise fail(op, f"'{op.name}' by one thread (whole warpgroups are modelled)")
+            kind = "sync" if isinstance(op, nvgpu.NamedBarrierSyncOp) else "arrive"
+            return [Event(op, kind, op.barrier_id.value.data, op.threads.value.data)]
+        if isinstance(op, nvgpu.TmaStoreOp):
+            return [Event(op, "store", thread=thread)]
+        if isinstance(op, nvgpu.TmaStoreCommitOp):
+            return [Event(op, "commit", thread=thread)]
+        if isinstance(op, nvgpu.TmaStoreWaitOp):
+            return [Event(op, "wait", threads=op.pending.value.data, thread=thread)]
+        if isinstance(op, WRITES) and id(op.buf) in self.staging:
+            return [Event(op, "write", thread=thread)]
+        if not _relevant(op):
+            return []
+        if isinstance(op, scf.ForOp):
+            return [Loop(op, self.block(op.body.block, [*loops, op], thread))]
+        if isinstance(op, scf.IfOp):
+            return self.visit_if(op, loops, thread)
+        raise fail(op, f"named barrier or TMA store inside '{op.name}' (not modelled)")
+
+    def visit_if(self, op: scf.IfOp, loops: list[scf.ForOp], thread: int | None) -> list:
+        branches = [op.true_region.blocks[0]]
+        if op.false_region.blocks:
+            branches.append(op.false_region.blocks[0])
+        taken = _warpgroup_branch(op.cond, self.wg, self.index)
+        if taken is not None:
+            chosen = branches[0] if taken else (branches[1] if len(branches) > 1 else None)
+            return self.block(chosen, loops, thread) if chosen else []
+        if any(_relevant_block(b) for b in branches[1:]):
+            raise fail(op, "named barrier or TMA store in an else-branch (not modelled)")
+        if is_thread_guard(op.cond):
+            cmp = op.cond.owner
+            assert isinstance(cmp, arith.CmpiOp)
+            return self.block(branches[0], loops, protocol.constant_of(cmp.rhs))
+        guard = _loop_guard(op, loops)
+        if guard is None:
+            raise fail(op, "named barrier or TMA store under a condition the model does not cover")
+        guard.items = self.block(branches[0], loops, thread)
+        return [guard]
+
+
+def _relevant_block(block: Block) -> bool:
+    return any(_relevant(op) for op in block.ops)
+
+
+def programs(module: ModuleOp) -> list[Program]:
+    """The named-barrier and staging program of every warpgroup of the kernel."""
+    ops = [op for op in module.walk() if isinstance(op, NAMED + STORES)]
+    if not ops:
+        return []
+    groups: list[Group] = kernel_groups(module, [r.full for r in find_rings(module)])
+    inside = {id(op) for g in groups for op in g.body.walk()}
+    for op in ops:
+        if id(op) not in inside:
+            raise fail(op, f"'{op.name}' outside the warp groups (not modelled)")
+    wg = next(op.result for op in module.walk() if isinstance(op, nvgpu.WarpgroupIndexOp))
+    staging = {id(op.buf) for op in ops if isinstance(op, nvgpu.TmaStoreOp)}
+    out, first = [], 0
+    for group in groups:
+        for k in range(group.count):
+            walker = _Walker(wg, first + k, staging)
+            items = walker.block(group.body, [], None)
+            out.append(Program(f"{group.role}.wg{first + k}", group.index, items))
+        first += group.count
+    return out
+
+
+def _events(items: list) -> list[Event]:
+    out = []
+    for item in items:
+        if isinstance(item, Event):
+            out.append(item)
+        else:
+            out += _events(item.items)
+    return out
+
+
+# ------------------------------------------------------------------------------- counts
+
+Poly = Counter  # monomial (frozenset of ("N", loop) / ("P", loop)) -> coefficient
+
+
+def _times(a: Poly, b: Poly) -> Poly:
+    out: Poly = Counter()
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            out[_normal(ma | mb)] += ca * cb
+    return Counter({m: c for m, c in out.items() if c})
+
+
+def _normal(mono: frozenset) -> frozenset:
+    """[N > 0] * N = N: drop the indicator of a loop whose trip count is a factor."""
+    return frozenset(x for x in mono if not (x[0] == "P" and ("N", x[1]) in mono))
+
+
+def _count(items: list, ident: int) -> Poly:
+    """Arrivals on `ident` (sync or arrive) as a polynomial in the loops' trip counts."""
+    total: Poly = Counter()
+    for item in items:
+        if isinstance(item, Event):
+            if item.kind in ("sync", "arrive") and item.ident == ident:
+                total[frozenset()] += 1
+        elif isinstance(item, Loop):
+            trips = _var("N", item.op)
+            rest = [x for x in item.items if not _not_first(x, item.op)]
+            later = [x for x in item.items if _not_first(x, item.op)]
+            total.update(_times(_count(rest, ident), trips))
+            once = _count([x for guard in later for x in guard.items], ident)
+            total.update(_times(once, trips))  # every iteration but the first: N - [N > 0]
+            total.subtract(_times(once, _var("P", item.op)))
+        elif item.kind == "nonempty":
+            total.update(_times(_count(item.items, ident), _var("P", item.loop)))
+        elif _count(item.items, ident):
+            raise fail(item.loop, "an `iv != lb` guard nested under another guard (not modelled)")
+    return Counter({m: c for m, c in total.items() if c})
+
+
+def _var(kind: str, loop: Operation) -> Poly:
+    return Counter({frozenset({(kind, id(loop))}): 1})
+
+
+def _not_first(item, loop: Operation) -> bool:
+    return isinstance(item, Guarded) and item.kind == "notfirst" and item.loop is loop
+
+
+def check_counts(progs: list[Program]) -> None:
+    """Thread counts and equal arrivals for every trip count (module docstring)."""
+    by_id: dict[int, list[tuple[Program, Event]]] = {}
+    for prog in progs:
+        for ev in _events(prog.items):
+            if ev.kind in ("sync", "arrive"):
+                by_id.setdefault(ev.ident, []).append((prog, ev))
+    for ident, uses in sorted(by_id.items()):
+        parts = list(dict.fromkeys(p.name for p, _ in uses))
+        if len({p.group for p, _ in uses}) > 1:
+            raise fail(uses[0][1].op, f"named barrier {ident} shared by two groups (not modelled)")
+        for _, ev in uses:
+            if ev.threads != WARPGROUP_THREADS * len(parts):
+                raise fail(
+                    ev.op,
+                    f"named barrier {ident} counts {ev.threads} threads, but "
+                    f"{len(parts)} warpgroups of {WARPGROUP_THREADS} ({', '.join(parts)}) "
+                    "arrive on it",
+                )
+        counts = {p.name: _count(p.items, ident) for p in progs if p.name in parts}
+        if len({frozenset(c.items()) for c in counts.values()}) > 1:
+            shown = "; ".join(f"{n}: {_show(c)}" for n, c in counts.items())
+            raise NamedBarrierViolation(
+                f"{_loc(uses[0][1].op)}: named barrier {ident}: the warpgroups arrive on it "
+                f"unequally often for some trip count ({shown}): a bar.sync without its "
+                "arrivals, or arrivals left over"
+            )
+
+
+def _show(poly: Poly) -> str:
+    terms = []
+    for mono, c in sorted(poly.items(), key=lambda x: len(x[0])):
+        factors = "".join(f"{'[N>0]' if k == 'P' else 'N'}" for k, _ in sorted(mono))
+        terms.append(f"{c}{factors}" if factors else str(c))
+    return " + ".join(terms) or "0"
+
+
+def _loc(op: Operation) -> str:
+    return op_location(op)
+
+
+class NamedBarrierViolation(Exception):
+    """A named-barrier or staging protocol that can go wrong (the message says how)."""
+
+
+# -------------------------------------------------------------------------------- turns
+
+
+def _flatten(items: list, trip: dict[int, int], iteration: dict[int, int]) -> list[Event]:
+    """The named-barrier events of `items` for one choice of trip count per loop."""
+    out: list[Event] = []
+    for item in items:
+        if isinstance(item, Event):
+            if item.kind in ("sync", "arrive"):
+                out.append(item)
+        elif isinstance(item, Loop):
+            for k in range(trip[id(item.op)]):
+                out += _flatten(item.items, trip, {**iteration, id(item.op): k})
+        elif item.kind == "nonempty":
+            if trip[id(item.loop)] > 0:
+                out += _flatten(item.items, trip, iteration)
+        elif iteration.get(id(item.loop), 0) != 0:
+            out += _flatten(item.items, trip, iteration)
+    return out
+
+
+def _loops(items: list) -> list[int]:
+    out = []
+    for item in items:
+        if isinstance(item, Loop):
+            out.append(id(item.op))
+        if not isinstance(item, Event):
+            out += _loops(item.items)
+    return list(dict.fromkeys(out))
+
+
+def check_turns(progs: list[Program]) -> None:
+    """The turn simulation (module docstring) for every trip count 0..TRIPS of each loop."""
+    named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
+    if len(named) < 2:
+        return
+    loops = list(dict.fromkeys(x for p in named for x in _loops(p.items)))
+    for choice in itertools.product(range(TRIPS + 1), repeat=len(loops)):
+        trip = dict(zip(loops, choice, strict=True))
+        runs = [_flatten(p.items, trip, {}) for p in named]
+        problem = _explore(runs, [p.name for p in named])
+        if problem:
+            shown = ", ".join(f"N={n}" for n in choice)
+            raise NamedBarrierViolation(
+                f"{_first_named(named)}: named barriers, trip counts {shown}: {problem}"
+            )
+
+
+def _first_named(progs: list[Program]) -> str:
+    """The place of the first named-barrier op (where a turn problem is reported)."""
+    ops = [e.op for p in progs for e in _events(p.items) if e.kind in ("sync", "arrive")]
+    return _loc(ops[0])
+
+
+def _explore(runs: list[list[Event]], names: list[str]) -> str:
+    """Search every interleaving of the warpgroups' named-barrier events for a deadlock, an
+    arrival twice in one phase or arrivals left at exit ("" when there is none)."""
+    start = (tuple(0 for _ in runs), (), tuple(0 for _ in runs))  # waiting: the barrier id
+    seen, todo = {start}, [start]
+    while todo:
+        pos, phases, waiting = todo.pop()
+        bars = dict(phases)  # id -> tuple of the warpgroups arrived in the open phase
+        moved = False
+        for w, run in enumerate(runs):
+            if waiting[w]:
+                continue
+            if pos[w] == len(run):
+                continue
+            ev = run[pos[w]]
+            arrived = bars.get(ev.ident, ())
+            if w in arrived:
+                return (
+                    f"{names[w]} arrives twice in one phase of barrier {ev.ident} at "
+                    f"{_loc(ev.op)} (a turn is taken before it was given)"
+                )
+            arrived = (*arrived, w)
+            new_bars, new_wait = dict(bars), list(waiting)
+            new_pos = list(pos)
+            new_pos[w] += 1
+            if len(arrived) * WARPGROUP_THREADS == ev.threads:
+                new_bars.pop(ev.ident, None)
+                for other in arrived:  # the phase completes: its syncs go on
+                    if new_wait[other] == ev.ident:
+                        new_wait[other] = 0
+            else:
+                new_bars[ev.ident] = arrived
+                new_wait[w] = ev.ident if ev.kind == "sync" else 0
+            state = (tuple(new_pos), tuple(sorted(new_bars.items())), tuple(new_wait))
+            moved = True
+            if state not in seen:
+                seen.add(state)
+                todo.append(state)
+        if not moved:
+            if phases:
+                ident, arrived = phases[0]
+                who = ", ".join(names[w] for w in arrived)
+                blocked = [names[w] for w, run in enumerate(runs) if waiting[w]]
+                if blocked:
+                    return (
+                        f"deadlock: {', '.join(blocked)} wait at named barriers that the others "
+                        f"never complete (barrier {ident}: only {who} arrived)"
+                    )
+                return f"barrier {ident} left with arrivals of {who} at exit"
+    return ""
+
+
+# ------------------------------------------------------------------ turns and the rings
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One op instance of a warpgroup's tile program, in program order by `key`."""
+
+    key: tuple  # (tile, phase, iteration, pos): phase 0 before the inner loop, 1 in it, 2 after
+    kind: str  # emptywait | put | fullwait | release | sync | arrive
+    ring: int = -1
+    use: int = 0  # the ring use (counted across tiles)
+    ident: int = 0  # named barrier id
+    op: Operation | None = None
+    text: str = ""
+
+
+def _ring_kind(step: Step, role: str) -> str | None:
+    if role == "producer":
+        if step.kind == "wait":
+            return "emptywait"
+        return "put" if step.kind in ("tma", "store", "arrive") else None
+    if step.kind == "wait":
+        return "fullwait"
+    return "release" if step.kind == "arrive" else None
+
+
+def _ring_instances(
+    rings: list[RingProtocolModel], group: int, looped: list[bool], tiles: int, trips: int
+) -> list[Instance]:
+    """The ring op instances of one warpgroup of `group` (`compose.py`'s reading of a step:
+    the peeled prologue acts on use 0 of the tile, a lagged step on k - lag, a lookahead
+    step on k + 1, the drain on the last `lag` uses; uses count on across tiles)."""
+    actors = [
+        (r, a)
+        for r, ring in enumerate(rings)
+        for a in (ring.producer, *ring.consumers)
+        if a.group == group
+    ]
+    lo = min((st.pos for r, a in actors if looped[r] for st in a.steps), default=-1)
+    out = []
+    for (r, actor), t in itertools.product(actors, range(tiles)):
+        base = t * (trips if looped[r] else 1)
+        for key, step, use in _tile_steps(actor, looped[r], lo, trips):
+            kind = _ring_kind(step, actor.role)
+            if kind:
+                text = f"{step.text} @ {step.loc}"
+                out.append(Instance((t, *key), kind, r, base + use, text=text))
+    return out
+
+
+def _tile_steps(actor: Actor, looped: bool, lo: int, trips: int) -> list[tuple]:
+    """(key without the tile, step, use in the tile) of one tile of `actor`."""
+    out = [((0, 0, st.pos), st, 0) for st in actor.prologue if trips >= 1]
+    for step in actor.steps:
+        if not looped:
+            out.append(((0 if step.pos < lo else 2, 0, step.pos), step, 0))
+            continue
+        for k in range(trips):
+            use = k + 1 if step.ahead else k - step.lag
+            if 0 <= use < trips:
+                out.append(((1, k, step.pos), step, use))
+    if actor.drain:
+        release = next(st for st in actor.steps if st.kind == "arrive")
+        for use in range(max(0, trips - actor.lag), trips):
+            out.append(((2, use, actor.drain_pos), release, use))
+    return out
+
+
+def _named_instances(
+    prog: Program, inner: scf.ForOp | None, order: dict[int, int], tiles: int, trips: int
+) -> list[Instance]:
+    """The named-barrier instances of `prog`, keyed like the ring instances."""
+    out: list[Instance] = []
+    end = max((order[id(o)] for o in inner.walk()), default=-1) if inner else -1
+
+    def visit(items: list, cond: str, looped: bool) -> None:
+        for item in items:
+            if isinstance(item, Event):
+                if item.kind in ("sync", "arrive"):
+                    place(item, cond, looped)
+            elif isinstance(item, Loop):
+                if item.op is inner:
+                    visit(item.items, "always", True)
+                elif inner is not None and item.op.is_ancestor(inner):
+                    visit(item.items, cond, looped)  # the tile loop
+                else:
+                    raise fail(
+                        item.op, "named barrier in a loop other than the rings' (not modelled)"
+                    )
+            else:
+                visit(item.items, item.kind, looped)
+
+    def place(ev: Event, cond: str, looped: bool) -> None:
+        pos = order[id(ev.op)]
+        for t in range(tiles):
+            if looped:
+                for k in range(trips):
+                    if cond != "notfirst" or k > 0:
+                        out.append(Instance((t, 1, k, pos), ev.kind, ident=ev.ident, op=ev.op))
+            elif cond != "nonempty" or trips > 0:
+                phase = 0 if inner is None or pos < order[id(inner)] else 2
+                if inner is not None and order[id(inner)] < pos <= end:
+                    raise fail(ev.op, "named barrier in the rings' loop under another op")
+                out.append(Instance((t, phase, 0, pos), ev.kind, ident=ev.ident, op=ev.op))
+
+    visit(prog.items, "always", False)
+    return out
+
+
+def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
+    """No deadlock of the turns together with the rings (module docstring): every
+    warpgroup's ring and named-barrier instances, for `tiles` x `trips` uses, run to a
+    fixpoint. Ring waits and named-barrier syncs are enabled monotonically by what the
+    others did (a use put, a use released by every consumer warpgroup, the k-th arrivals of
+    every participant), so one maximal run decides: someone left unfinished is a deadlock."""
+    named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
+    if len(named) < 2:
+        return
+    rings = extract(module)
+    if not rings:
+        return
+    inner_depth = max(a.loop_depth for r in rings for a in (r.producer, *r.consumers))
+    looped = [
+        inner_depth > 0 and max(a.loop_depth for a in (r.producer, *r.consumers)) == inner_depth
+        for r in rings
+    ]
+    groups = kernel_groups(module, [r.full for r in find_rings(module)])
+    persistent = any(a.loop_depth > 1 for r in rings for a in (r.producer, *r.consumers))
+    deepest = max(r.depth for r in rings)
+    for tiles in (1, 2) if persistent else (1,):
+        for trips in range(deepest + TRIPS + 1):
+            runs = []
+            for prog in progs:
+                group = groups[prog.group]
+                flat = list(group.body.walk())
+                order = {id(op): n for n, op in enumerate(flat)}
+                inner = _inner_loop(rings, looped, prog.group, flat)
+                mine = _ring_instances(rings, prog.group, looped, tiles, trips)
+                mine += _named_instances(prog, inner, order, tiles, trips)
+                runs.append(sorted(mine, key=lambda x: x.key))
+            problem = _run(
+                runs,
+                [p.name for p in progs],
+                rings,
+                [g.role for g in (groups[p.group] for p in progs)],
+            )
+            if problem:
+                raise NamedBarrierViolation(
+                    f"{_first_named(named)}: named barriers with the rings, {tiles} tile(s) of "
+                    f"{trips} use(s): {problem}"
+                )
+
+
+def _inner_loop(rings, looped, group: int, flat: list[Operation]) -> scf.ForOp | None:
+    for r, ring in enumerate(rings):
+        for actor in (ring.producer, *ring.consumers):
+            if actor.group == group and looped[r] and actor.steps:
+                op = flat[actor.steps[0].pos]
+                while op is not None and not isinstance(op, scf.ForOp):
+                    op = op.parent_op()
+                return op
+    return None
+
+
+def _run(runs: list[list[Instance]], names: list[str], rings, roles: list[str]) -> str:
+    """One maximal run of the instances (`check_ring_turns`); "" when everyone finishes."""
+    consumers = [w for w, role in enumerate(roles) if role == "consumer"]
+    puts_needed = Counter(
+        (i.ring, i.use) for w in range(len(runs)) for i in runs[w] if i.kind == "put"
+    )
+    puts: Counter = Counter()
+    released: Counter = Counter()  # (ring, warpgroup) -> releases
+    arrived: Counter = Counter()  # (id, warpgroup) -> arrivals
+    parties: dict[int, set[int]] = {}
+    for w, run in enumerate(runs):
+        for i in run:
+            if i.kind in ("sync", "arrive"):
+                parties.setdefault(i.ident, set()).add(w)
+    pos = [0] * len(runs)
+    waiting = [0] * len(runs)  # the arrival count a sync waits for
+    progress = True
+    while progress:
+        progress = False
+        for w, run in enumerate(runs):
+            while pos[w] < len(run):
+                i = run[pos[w]]
+                if i.kind == "emptywait":
+                    depth = rings[i.ring].depth
+                    if i.use >= depth and any(
+                        released[(i.ring, c)] < i.use - depth + 1 for c in consumers
+                    ):
+                        break
+                elif i.kind == "fullwait" and puts[(i.ring, i.use)] < puts_needed[(i.ring, i.use)]:
+                    break
+                elif i.kind == "sync":
+                    if not waiting[w]:
+                        arrived[(i.ident, w)] += 1
+                        waiting[w] = arrived[(i.ident, w)]
+                    if any(arrived[(i.ident, o)] < waiting[w] for o in parties[i.ident]):
+                        break
+                    waiting[w] = 0
+                elif i.kind == "arrive":
+                    arrived[(i.ident, w)] += 1
+                elif i.kind == "put":
+                    puts[(i.ring, i.use)] += 1
+                elif i.kind == "release":
+                    released[(i.ring, w)] += 1
+                pos[w] += 1
+                progress = True
+    blocked = [
+        f"{names[w]} at {_where(runs[w][pos[w]], rings)}"
+        for w in range(len(runs))
+        if pos[w] < len(runs[w])
+    ]
+    return f"deadlock: {'; '.join(blocked)}" if blocked else ""
+
+
+def _where(i: Instance, rings) -> str:
+    if i.op is not None:
+        return f"{i.op.name} {i.ident} @ {_loc(i.op)}"
+    return f"{i.text} (ring {rings[i.ring].name}, use {i.use})"
+
+
+# ------------------------------------------------------------------------------ staging
+
+CAP = 4  # store groups counted exactly up to CAP (more are as bad as CAP for a wait < CAP)
+
+
+@dataclass(frozen=True)
+class Staging:
+    """What a warpgroup knows about its TMA stores: committed groups that may still read
+    smem (`unread`, at most), stores not committed, and whether every thread is ordered
+    after the point where `unread` became 0 (`fenced`)."""
+
+    unread: int = 0
+    open: int = 0
+    fenced: bool = True
+    thread: int | None = None
+
+    def join(self, other: Staging) -> Staging:
+        thread = self.thread if self.thread is not None else other.thread
+        return Staging(
+            max(self.unread, other.unread),
+            max(self.open, other.open),
+            self.fenced and other.fenced,
+            thread,
+        )
+
+
+def _stage(items: list, state: Staging) -> Staging:
+    for item in items:
+        if isinstance(item, Event):
+            state = _step(item, state)
+        elif isinstance(item, Loop):
+            state = _fixpoint(item.items, state)
+        else:  # a guarded block may or may not run
+            state = state.join(_stage(item.items, state))
+    return state
+
+
+def _fixpoint(body: list, entry: Staging) -> Staging:
+    head = entry
+    for _ in range(4 * CAP + 4):
+        after = head.join(_stage(body, head))
+        if after == head:
+            return head
+        head = after
+    raise ExtractionError("staging state does not settle (internal)")
+
+
+def _step(ev: Event, s: Staging) -> Staging:
+    if ev.kind in ("store", "commit", "wait"):
+        if ev.thread is None:
+            raise fail(ev.op, f"'{ev.op.name}' by every thread (one storing thread is modelled)")
+        if s.thread is not None and ev.thread != s.thread:
+            raise NamedBarrierViolation(
+                f"{_loc(ev.op)}: '{ev.op.name}' in thread {ev.thread}, but the TMA stores "
+                f"are issued by thread {s.thread} (bulk groups are per thread)"
+            )
+        s = Staging(s.unread, s.open, s.fenced, ev.thread)
+    if ev.kind == "store":
+        return Staging(s.unread, min(s.open + 1, CAP), s.fenced, s.thread)
+    if ev.kind == "commit":
+        unread = min(s.unread + (1 if s.open else 0), CAP)
+        return Staging(unread, 0, s.fenced and unread == 0, s.thread)
+    if ev.kind == "wait":
+        if s.unread <= ev.threads:
+            return s
+        return Staging(ev.threads, s.open, ev.threads == 0 and ev.thread is None, s.thread)
+    if ev.kind == "sync":
+        return Staging(s.unread, s.open, s.fenced or s.unread == 0, s.thread)
+    if ev.kind == "write":
+        if s.unread or s.open or (not s.fenced and ev.thread is None):
+            why = (
+                f"{s.unread} TMA store group(s) may still read it (no tma_store_wait 0 since "
+                "the last commit)"
+                if s.unread or s.open
+                else "the other threads are not ordered after the storing thread's "
+                "tma_store_wait (no named barrier between)"
+            )
+            raise NamedBarrierViolation(
+                f"{_loc(ev.op)}: staging buffer written while {why}: a store of the previous "
+                "tile can read the new values"
+            )
+    return s
+
+
+def check_staging(progs: list[Program]) -> None:
+    for prog in progs:
+        end = _stage(prog.items, Staging())
+        if end.unread or end.open:
+            events = [e for e in _events(prog.items) if e.kind == "store"]
+            where = _loc(events[-1].op) if events else "the kernel"
+            raise NamedBarrierViolation(
+                f"{where}: {prog.name} can exit with a TMA store group still reading shared "
+                "memory (no tma_store_wait 0 after the last commit)"
+            )
+
+
+def check_named(module: ModuleOp) -> int:
+    """Prove the named barriers and TMA-store staging of `module` (module docstring); the
+    number of named barriers checked. `ExtractionError` for IR outside the model,
+    `NamedBarrierViolation` for a protocol that can go wrong."""
+    progs = programs(module)
+    check_counts(progs)
+    check_turns(progs)
+    check_ring_turns(module, progs)
+    check_staging(progs)
+    return len({e.ident for p in progs for e in _events(p.items) if e.kind in ("sync", "arrive")})
