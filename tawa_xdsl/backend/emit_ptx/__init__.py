@@ -4,7 +4,11 @@ The printer is split by hardware unit: `kernel` (params, smem placement, registe
 flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads` and `fragment`. Each family
 module registers its handlers (op class -> function); `HANDLERS` is their union, and an op no
 family knows is refused with an error naming it. Run `legalize-nvgpu` first (the `ptx` target
-does): it writes into the IR what the printer would otherwise have to decide.
+does): it writes into the IR what the printer would otherwise have to decide -- smem placement
+and slot strides, wgmma descriptor bits, steps and row terms, TMA boxes, mask branches, the
+store plans of st.global / st.shared and the address plans (row and slab pitch, swizzle) of
+st.shared / ld.shared -- and an op without its plan is refused. The printer computes no layout
+or swizzle fact: it allocates registers and prints the arithmetic the plans state.
 """
 
 from __future__ import annotations
