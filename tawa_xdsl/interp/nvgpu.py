@@ -143,7 +143,7 @@ class SharedMemory:
         """The byte indices of the `itemsize`-byte elements starting at `addresses`."""
         addresses = np.asarray(addresses, np.int64)
         if addresses.size and (addresses.min() < 0 or addresses.max() + itemsize > self.data.size):
-            bad = int(addresses.max() if addresses.max() >= 0 else addresses.min())
+            bad = int(addresses.min()) if addresses.min() < 0 else int(addresses.max())
             raise error(op, f"reaches byte {bad}, outside the {self.data.size}-byte smem window")
         return addresses[..., None] + np.arange(itemsize)
 
@@ -596,9 +596,7 @@ def load_boxes(
             f"box plan (slot bytes {list(op.box_smem_offsets.get_values())}) does not write "
             f"each element of a slot of {buf} once: boxes overlap or leave the slot",
         )
-    return np.concatenate([a.reshape(-1) for a in addresses]), np.concatenate(
-        [v.reshape(-1) for v in values]
-    )
+    return written, np.concatenate([v.reshape(-1) for v in values])
 
 
 def _tma_load(ev: Evaluator, op: nvgpu.TmaLoadOp, operands: list[Any]) -> tuple[()]:
