@@ -27,18 +27,24 @@ Hardware semantics modelled:
   write between issue and retirement is an error, a read at any moment in between sees the
   same data: retiring is the one read point modelled.)
 
-The legalize-nvgpu plan is what runs, so a wrong plan shows here as it would on the GPU:
+Shared memory is bytes (`SharedMemory`, one window per CTA, 0xFF -- a NaN -- until written),
+and the legalize-nvgpu plan is what runs on them, so a wrong plan shows here as it would on
+the GPU:
 
-* every `smem_alloc` / `mbarrier_alloc` takes the bytes its `offset` says; two allocations
-  sharing a byte is an error;
-* a wgmma reads each instruction's operand where its descriptor says: the constant bits are
-  decoded (swizzle span, LBO, SBO must describe the slot) and each step is turned back into
-  the slot row and column the instruction starts at (an offset no operand starts at is an
-  error, a wrong but possible one a wrong result);
-* a TMA load lands box by box where the box plan says (column slab, innermost coordinate);
-* fragment stores write where their store plan puts each pair; a global store drops what
-  its planned clip tests drop, and an element the plan lets through outside the tensor is an
-  error.
+* every `smem_alloc` / `mbarrier_alloc` takes the bytes its `offset` says, slot k of a buffer
+  those from `offset + k * slot_stride` on; two allocations sharing a byte is an error;
+* TMA swizzles by address as the hardware does (`swizzle_address`, the buffer's span): a load
+  lands box by box where the box plan says (slot byte, innermost coordinate), each box's rows
+  packed, and must write every element of its slot once; a TMA store reads its slot the same
+  way;
+* a wgmma reads each instruction's operand from the bytes its descriptor points at: the
+  constant bits are decoded (swizzle span, LBO, SBO), the start is the slot's address plus
+  `a_row * a_row_pitch` plus the step, and each element's byte is swizzled by address (a
+  start no operand can start at, or an operand leaving its slot, is an error; a wrong but
+  possible plan a wrong result);
+* fragment stores and loads (`ld/st.shared`) address each element as their address plan says
+  (`slot_byte`: row and slab pitch, the XOR by row); a global store drops what its planned
+  clip tests drop, and an element the plan lets through outside the tensor is an error.
 * `nvgpu.tma_store` reads its slot and writes global memory at a scheduler-chosen moment after
   `nvgpu.tma_store_commit`; `nvgpu.tma_store_wait N` blocks until at most N of the thread's
   groups are unread; writing a slot a store still reads is an error;
@@ -54,7 +60,6 @@ raises the scheduler's `DeadlockError` with every barrier's state.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +73,8 @@ from xdsl.ir import Block, Operation
 from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import INT_ARITH, THREADS_ATTR
+from tawa_xdsl.dialects.nvgpu.fragment import slot_byte
+from tawa_xdsl.dialects.nvgpu.types import swizzle_address
 from tawa_xdsl.dialects.tile import ReduceKind
 from tawa_xdsl.interp.dtypes import InterpreterError, numpy_dtype
 from tawa_xdsl.interp.engine import Blocked, Evaluator, Handler, Program, Return, sync_point
@@ -107,9 +114,10 @@ WARP_THREADS = 32
 
 @dataclass
 class Slot:
-    """One smem slot: its contents, copies writing it, and the async reads not yet done."""
+    """One smem slot's bookkeeping (its bytes are the CTA's `SharedMemory` from `start` on):
+    copies writing it, and the async reads not yet done."""
 
-    data: np.ndarray
+    start: int
     writing: int = 0
     written: bool = False
     readers: list[PendingMma] = field(default_factory=list)
@@ -119,11 +127,76 @@ class Slot:
     guard: tuple[BarrierArray, int] | None = None
 
 
+UNWRITTEN = 0xFF  # a byte never written: 0xFF.. is a NaN in every float format
+
+
+@dataclass
+class SharedMemory:
+    """The CTA's dynamic smem window, byte by byte (byte 0 is the 1024-aligned window base)."""
+
+    data: np.ndarray
+
+    @staticmethod
+    def sized(nbytes: int) -> SharedMemory:
+        return SharedMemory(np.full(nbytes, UNWRITTEN, np.uint8))
+
+    def bytes_of(self, op: Operation, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        """The byte indices of the `itemsize`-byte elements starting at `addresses`."""
+        addresses = np.asarray(addresses, np.int64)
+        if addresses.size and (addresses.min() < 0 or addresses.max() + itemsize > self.data.size):
+            bad = int(addresses.min()) if addresses.min() < 0 else int(addresses.max())
+            raise error(op, f"reaches byte {bad}, outside the {self.data.size}-byte smem window")
+        return addresses[..., None] + np.arange(itemsize)
+
+    def read(self, op: Operation, addresses: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """The elements of `dtype` at byte `addresses` (one per address, same shape)."""
+        raw = self.data[self.bytes_of(op, addresses, dtype.itemsize)]
+        return raw.view(dtype).reshape(np.shape(addresses))
+
+    def write(self, op: Operation, addresses: np.ndarray, values: np.ndarray) -> None:
+        """Store `values` (one element per address) at byte `addresses`."""
+        values = np.ascontiguousarray(values)
+        raw = values.view(np.uint8).reshape(*np.shape(addresses), values.dtype.itemsize)
+        self.data[self.bytes_of(op, addresses, values.dtype.itemsize)] = raw
+
+    def clear(self, start: int, nbytes: int) -> None:
+        self.data[start : start + nbytes] = UNWRITTEN
+
+
 @dataclass
 class Smem:
+    """One placed buffer: slot k starts at byte `offset + k * stride` of `memory`."""
+
     name: str
     type: nvgpu.SmemType
     slots: list[Slot]
+    offset: int
+    stride: int
+    memory: SharedMemory
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype(self.type.element_type)
+
+    def slot_index(self, addresses: np.ndarray) -> np.ndarray:
+        """Which slot each byte address lies in (-1 or past the count: outside the buffer)."""
+        index = (np.asarray(addresses, np.int64) - self.offset) // self.stride
+        return np.where(np.asarray(addresses) < self.offset, -1, index)
+
+    def tile_addresses(self, index: int) -> np.ndarray:
+        """The byte of every element of slot `index` as TMA lays a slot out: column slabs of
+        the swizzle span, rows `row_pitch` apart, 16-byte chunks swizzled by address."""
+        buf = self.type
+        eb = nvgpu.element_bytes(buf.element_type)
+        rows, cols = buf.slot_rows(), buf.slot_shape[-1]
+        r, x = np.arange(rows)[:, None], np.arange(cols)[None, :] * eb
+        slab, within = x // buf.row_pitch(), x % buf.row_pitch()
+        start = self.slots[index].start
+        linear = start + slab * buf.slab_pitch() + r * buf.row_pitch() + within
+        return swizzle_address(linear, buf.swizzle_bytes).reshape(buf.slot_shape)
+
+    def read_tile(self, op: Operation, index: int) -> np.ndarray:
+        return self.memory.read(op, self.tile_addresses(index), self.dtype)
 
 
 @dataclass(eq=False)
@@ -192,6 +265,7 @@ class NvgpuState:
     in_flight: int = 0
     written: set[int] = field(default_factory=set)
     placed: dict[Operation, tuple[int, int]] = field(default_factory=dict)  # [start, end)
+    memory: SharedMemory = field(default_factory=lambda: SharedMemory.sized(0))
 
     def describe(self) -> str:
         lines = ["barrier states:"]
@@ -351,12 +425,12 @@ def _elect(ev: Evaluator, op: Operation, operands: list[Any]) -> tuple[np.ndarra
 
 
 def place(op: nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp, state: NvgpuState) -> None:
-    """Take the bytes legalize-nvgpu placed the allocation at; two allocations may not share
-    a byte of the smem window."""
-    if op.offset is None:
+    """Take the bytes legalize-nvgpu placed the allocation at (every slot at its stride); two
+    allocations may not share a byte of the smem window."""
+    if op.offset is None or isinstance(op, nvgpu.SmemAllocOp) and op.slot_stride is None:
         raise error(op, "has no smem offset; run legalize-nvgpu first")
     start = op.offset.value.data
-    end = start + nvgpu.allocation_bytes(op.results[0].type)
+    end = start + op.placed_bytes()
     for other, (lo, hi) in state.placed.items():
         if start < hi and lo < end:
             raise error(
@@ -443,13 +517,15 @@ def _wait(ev: Evaluator, op: nvgpu.MBarrierWaitOp, operands: list[Any]) -> Gener
 def _alloc_smem(ev: Evaluator, op: nvgpu.SmemAllocOp, operands: list[Any]) -> tuple[Smem]:
     smem = op.buf.type
     assert isinstance(smem, nvgpu.SmemType)
-    objects = shared(ev).objects
-    if op not in objects:
-        place(op, shared(ev))
-        dtype = numpy_dtype(smem.element_type)
-        slots = [Slot(np.full(smem.slot_shape, np.nan, dtype)) for _ in range(smem.slot_count)]
-        objects[op] = Smem(op.buf.name_hint or "smem", smem, slots)
-    return (objects[op],)
+    state = shared(ev)
+    if op not in state.objects:
+        place(op, state)
+        assert op.offset is not None and op.slot_stride is not None
+        offset, stride = op.offset.value.data, op.slot_stride.value.data
+        slots = [Slot(offset + k * stride) for k in range(smem.slot_count)]
+        name = op.buf.name_hint or "smem"
+        state.objects[op] = Smem(name, smem, slots, offset, stride, state.memory)
+    return (state.objects[op],)
 
 
 def slot_of(op: Operation, smem: Smem, slot: Any) -> Slot:
@@ -490,36 +566,38 @@ def readable(op: Operation, smem: Smem, index: int) -> Slot:
 
 
 def load_boxes(
-    op: nvgpu.TmaLoadOp, desc: Descriptor, buf: nvgpu.SmemType, offsets: list[int]
-) -> np.ndarray:
-    """The slot as the box plan fills it: box k is a `rows x span` column slab read from the
-    tensor at innermost coordinate `+ box_col_offsets[k]`, landing at slot byte
-    `box_smem_offsets[k]` (which must start a slab; every slab must be written once)."""
+    op: nvgpu.TmaLoadOp, desc: Descriptor, smem: Smem, index: int, offsets: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(byte addresses, values) of what the box plan's copies write into slot `index`: box k
+    is a `rows x box columns` block of the tensor from innermost coordinate
+    `+ box_col_offsets[k]` on, its rows packed from slot byte `box_smem_offsets[k]` on, its
+    16-byte chunks swizzled by address (the tensor map's swizzle is the buffer's). The boxes
+    must write every byte of the slot once and nothing else."""
     if op.box_smem_offsets is None or op.box_col_offsets is None:
         raise error(op, "has no box plan; run legalize-nvgpu first")
     boxes = zip(op.box_smem_offsets.get_values(), op.box_col_offsets.get_values(), strict=True)
+    buf = smem.type
     eb = nvgpu.element_bytes(buf.element_type)
-    cols = buf.slot_shape[-1]
-    rows = math.prod(buf.slot_shape) // cols
-    span = buf.swizzle_bytes
+    cols, rows, span = buf.slot_shape[-1], buf.slot_rows(), buf.swizzle_bytes
     box_cols = span // eb if span and cols * eb > span else cols
-    data = np.full((rows, cols), np.nan, numpy_dtype(buf.element_type))
-    landed: set[int] = set()
+    start = smem.slots[index].start
+    addresses, values = [], []
     for smem_offset, col_offset in boxes:
-        slab, rest = divmod(int(smem_offset), rows * box_cols * eb)
-        if rest or not 0 <= slab < cols // box_cols or slab in landed:
-            raise error(
-                op,
-                f"box at slot byte {smem_offset} does not start a free {rows}x{box_cols} "
-                f"column slab of {buf}",
-            )
-        landed.add(slab)
         box = Descriptor(desc.array, (*desc.block_shape[:-1], box_cols))
         coords = [*offsets[:-1], offsets[-1] + int(col_offset)]
-        data[:, slab * box_cols : (slab + 1) * box_cols] = box.load(coords).reshape(rows, -1)
-    if len(landed) != cols // box_cols:
-        raise error(op, f"box plan fills {len(landed)} of the {cols // box_cols} slabs of {buf}")
-    return data.reshape(buf.slot_shape)
+        values.append(box.load(coords).reshape(rows, box_cols))
+        r, c = np.arange(rows)[:, None], np.arange(box_cols)[None, :]
+        linear = start + int(smem_offset) + (r * box_cols + c) * eb
+        addresses.append(swizzle_address(linear, span))
+    written = np.concatenate([a.reshape(-1) for a in addresses])
+    inside = (written >= start) & (written < start + buf.slot_bytes())
+    if not inside.all() or np.unique(written).size != buf.slot_bytes() // eb:
+        raise error(
+            op,
+            f"box plan (slot bytes {list(op.box_smem_offsets.get_values())}) does not write "
+            f"each element of a slot of {buf} once: boxes overlap or leave the slot",
+        )
+    return written, np.concatenate([v.reshape(-1) for v in values])
 
 
 def _tma_load(ev: Evaluator, op: nvgpu.TmaLoadOp, operands: list[Any]) -> tuple[()]:
@@ -531,33 +609,43 @@ def _tma_load(ev: Evaluator, op: nvgpu.TmaLoadOp, operands: list[Any]) -> tuple[
         target = begin_write(op, smem, index, wg.last_wait.get(int(t)))
         bar = _barrier(op, bars, at(bar_slot, t))
         target.writing += 1
-        target.data = np.full_like(target.data, np.nan)  # partially written until it lands
-        block = load_boxes(op, desc, smem.type, [int(at(o, t)) for o in offsets])
+        smem.memory.clear(target.start, smem.type.slot_bytes())  # partly written until it lands
+        block = load_boxes(op, desc, smem, index, [int(at(o, t)) for o in offsets])
         state.in_flight += 1
         ev.state["scheduler"].spawn(
-            Task(f"TMA -> {smem.name}[{index}]", _land(op, state, target, block, bar), "tma")
+            Task(f"TMA -> {smem.name}[{index}]", _land(op, state, smem, target, block, bar), "tma")
         )
     return ()
 
 
 def _land(
-    op: Operation, state: NvgpuState, slot: Slot, block: np.ndarray, bar: Barrier
+    op: Operation,
+    state: NvgpuState,
+    smem: Smem,
+    slot: Slot,
+    block: tuple[np.ndarray, np.ndarray],
+    bar: Barrier,
 ) -> Generator[Blocked]:
     yield Blocked(op, "TMA copy in flight", lambda: True)
-    slot.data, slot.written = block, True
+    addresses, values = block
+    smem.memory.write(op, addresses, values)
+    slot.written = True
     slot.writing -= 1
     state.in_flight -= 1
-    bar.complete_tx(op, block.nbytes)
+    bar.complete_tx(op, values.nbytes)
 
 
 def _smem_store(ev: Evaluator, op: nvgpu.SmemStoreOp, operands: list[Any]) -> tuple[()]:
-    """Every active thread stores the (uniform) tile: the same bytes, once in effect."""
+    """Every active thread stores the (uniform) tile in the slot's TMA layout: the same
+    bytes, once in effect."""
     value, smem, slot = operands
     wg = warpgroup(ev)
     if wg.mask.any():
         guard = wg.last_wait.get(int(wg.threads()[0]))
-        target = begin_write(op, smem, int(uniform(op, slot, wg.mask)), guard)
-        target.data, target.written = np.array(value, copy=True), True
+        index = int(uniform(op, slot, wg.mask))
+        target = begin_write(op, smem, index, guard)
+        smem.memory.write(op, smem.tile_addresses(index), np.asarray(value, smem.dtype))
+        target.written = True
     return ()
 
 
@@ -565,7 +653,8 @@ def _smem_load(ev: Evaluator, op: nvgpu.SmemLoadOp, operands: list[Any]) -> Gene
     smem, slot = operands
     yield from point(op)
     index = int(uniform(op, slot, warpgroup(ev).mask))
-    return (readable(op, smem, index).data.copy(),)
+    readable(op, smem, index)
+    return (smem.read_tile(op, index),)
 
 
 def _tma_store(ev: Evaluator, op: nvgpu.TmaStoreOp, operands: list[Any]) -> tuple[()]:
@@ -600,7 +689,7 @@ def _store_group(
 ) -> Generator[Blocked]:
     yield Blocked(op, "TMA store in flight", lambda: True)
     for store in stores:
-        data = store.smem.slots[store.slot].data
+        data = store.smem.read_tile(store.op, store.slot)
         store.desc.store(store.offsets, data.reshape(store.desc.block_shape))
         store.smem.slots[store.slot].store_readers -= 1
         state.written.add(id(store.desc.array))
@@ -653,12 +742,12 @@ FIELD = 0x3FFF  # a 14-bit descriptor field (start address, LBO, SBO) in 16-byte
 @dataclass(frozen=True)
 class DescriptorPlan:
     """One smem operand's descriptor plan, decoded: swizzle span, LBO, SBO (bytes) and the
-    byte offset of each instruction's operand in the slot."""
+    start byte of each instruction's operand in the smem window."""
 
     span: int
     lbo: int
     sbo: int
-    offsets: list[int]
+    starts: list[int]
 
     @staticmethod
     def of(op: Operation, bits: Any, steps: Any, start: int) -> DescriptorPlan:
@@ -675,102 +764,70 @@ class DescriptorPlan:
         unit = nvgpu.DESCRIPTOR_UNIT
         return DescriptorPlan(span, lbo, sbo, [start + int(x) * unit for x in steps.get_values()])
 
-    def check(self, op: Operation, smem: Smem, mn_major: bool) -> None:
-        """The bits describe the slot's layout: its swizzle, 8-row core groups (SBO) and, for
-        MN-major slots wider than the span, the distance between column slabs (LBO)."""
-        buf = smem.type
-        rows = math.prod(buf.slot_shape[:-1])
-        wide = buf.slot_shape[-1] * nvgpu.element_bytes(buf.element_type) > self.span
-        if self.span != buf.swizzle_bytes or self.sbo != 8 * self.span:
+    def read(
+        self, op: Operation, smem: Smem, index: int, n: int, shape: tuple[int, int], k_major: bool
+    ) -> np.ndarray:
+        """The `shape` (rows x k, K-major; k x columns, MN-major) operand of instruction n, read
+        where the hardware reads it: K-major element (m, kk) at byte
+        `start + (m / 8) SBO + (m mod 8) span + kk eb`; MN-major element (kk, j) at
+        `start + (j / (span / eb)) LBO + (kk / 8) SBO + (kk mod 8) span + (j mod span/eb) eb`;
+        both swizzled by address. Every byte must lie in the slot the op names."""
+        eb = nvgpu.element_bytes(smem.type.element_type)
+        start = self.starts[n]
+        first, second = (np.arange(d) for d in shape)
+        if k_major:
+            m, kk = first[:, None], second[None, :]
+            linear = start + m // 8 * self.sbo + m % 8 * self.span + kk * eb
+            fits = start % self.span + shape[1] * eb <= self.span
+        else:
+            kk, j = first[:, None], second[None, :]
+            per_span = self.span // eb
+            linear = start + j // per_span * self.lbo + kk // 8 * self.sbo + kk % 8 * self.span
+            linear = linear + j % per_span * eb
+            fits = start % self.span == 0
+        slot = smem.slots[index].start
+        inside = (linear >= slot) & (linear < slot + smem.type.slot_bytes())
+        if not fits or not inside.all():
+            form = "K-major" if k_major else "MN-major"
             raise error(
                 op,
-                f"descriptor of {smem.name} says swizzle {self.span} B, SBO {self.sbo} B; the "
-                f"slot is {buf} (SBO {8 * buf.swizzle_bytes} B)",
+                f"descriptor step {n} points at byte {start - slot} of a slot of {smem.name} "
+                f"({smem.type}), where no {shape[0]}x{shape[1]} {form} operand starts",
             )
-        if mn_major and wide and self.lbo != rows * self.span:
-            raise error(
-                op,
-                f"descriptor of {smem.name} says LBO {self.lbo} B between column slabs; the "
-                f"slot's slabs are {rows * self.span} B apart",
-            )
-
-    def k_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, rows: int, k: int):
-        """The `rows x k` operand of instruction n of a K-major slot: a byte offset is
-        slab * (slot rows * span) + row * span + byte within the row's span."""
-        eb = nvgpu.element_bytes(smem.type.element_type)
-        slab, rest = divmod(self.offsets[n], data.shape[0] * self.span)
-        row, within = divmod(rest, self.span)
-        col, odd = divmod(slab * self.span + within, eb)
-        if odd or within + k * eb > self.span or row + rows > data.shape[0]:
-            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
-        if col + k > data.shape[1]:
-            raise error(op, self.outside(smem, n, f"{rows}x{k} K-major"))
-        return data[row : row + rows, col : col + k]
-
-    def mn_major(self, op: Operation, smem: Smem, data: np.ndarray, n: int, k: int):
-        """The `k x N` operand of instruction n of an MN-major slot: it starts at a K row of
-        the first column slab and spans every column (slabs LBO apart)."""
-        row, within = divmod(self.offsets[n], self.span)
-        if within or row + k > data.shape[0]:
-            raise error(op, self.outside(smem, n, f"{k}-row MN-major"))
-        return data[row : row + k]
-
-    def mn_major_block(self, op: Operation, smem: Smem, data: np.ndarray, n: int, k: int):
-        """The `64 x k` A operand of instruction n of an MN-major (K x M) slot: it starts at a
-        K row of one column slab (64 columns of M), slabs `K rows * span` bytes apart."""
-        eb = nvgpu.element_bytes(smem.type.element_type)
-        slab, rest = divmod(self.offsets[n], data.shape[0] * self.span)
-        row, within = divmod(rest, self.span)
-        cols = self.span // eb
-        if within or row + k > data.shape[0] or (slab + 1) * cols > data.shape[1]:
-            raise error(op, self.outside(smem, n, f"{k}-row MN-major A"))
-        return data[row : row + k, slab * cols : (slab + 1) * cols].T
-
-    def outside(self, smem: Smem, n: int, what: str) -> str:
-        return (
-            f"descriptor step {n} points at byte {self.offsets[n]} of a slot of {smem.name} "
-            f"({smem.type}), where no {what} operand starts"
-        )
+        return smem.memory.read(op, swizzle_address(linear, self.span), smem.dtype)
 
 
 def _retire(mma: PendingMma) -> None:
     """The wgmma's smem reads and math happen now: `result = acc + A @ B`, with A and B read
-    instruction by instruction where the descriptor plans say (`legalize-nvgpu`)."""
+    instruction by instruction from the bytes their descriptor plans point at
+    (`legalize-nvgpu`)."""
     op = mma.op
     assert isinstance(op, nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp)
     b_smem, b_index = mma.b
     b_slot = readable(op, b_smem, b_index)
     b_slot.readers.remove(mma)
     rows, n = op.acc.type.get_shape()  # type: ignore[attr-defined]
-    transposed = op.transpose_b is not None
-    k = b_smem.type.slot_shape[0] if transposed else b_smem.type.slot_shape[1]
-    blocks, k_steps = nvgpu.instruction_count(rows, k, b_smem.type.element_type)
-    step = k // k_steps
-    b_plan = DescriptorPlan.of(op, op.b_desc_bits, op.b_desc_steps, 0)
-    b_plan.check(op, b_smem, transposed)
-    if transposed:
-        b = np.concatenate(
-            [b_plan.mn_major(op, b_smem, b_slot.data, j, step) for j in range(k_steps)]
-        )
+    blocks, k_steps = op.instructions()
+    k = (b_smem.type.slot_shape[0] if op.transpose_b else b_smem.type.slot_shape[1]) // k_steps
+    b_plan = DescriptorPlan.of(op, op.b_desc_bits, op.b_desc_steps, b_slot.start)
+    if op.transpose_b is not None:
+        pieces = [b_plan.read(op, b_smem, b_index, j, (k, n), False) for j in range(k_steps)]
+        b = np.concatenate(pieces)
     else:
-        pieces = [b_plan.k_major(op, b_smem, b_slot.data, j, n, step) for j in range(k_steps)]
+        pieces = [b_plan.read(op, b_smem, b_index, j, (n, k), True) for j in range(k_steps)]
         b = np.concatenate(pieces, axis=1).T
     if isinstance(mma.a, tuple):
         a_smem, a_index, row = mma.a
         a_slot = readable(op, a_smem, a_index)
         a_slot.readers.remove(mma)
-        mn_major = op.transpose_a is not None
-        span = a_smem.type.swizzle_bytes
-        # the descriptor starts at slot row `row` (K-major) or column slab row / 64 (MN-major)
-        start = row * (a_smem.type.slot_shape[0] * span // 64 if mn_major else span)
-        a_plan = DescriptorPlan.of(op, op.a_desc_bits, op.a_desc_steps, start)
-        a_plan.check(op, a_smem, mn_major)
+        pitch = 0 if op.a_row_pitch is None else op.a_row_pitch.value.data
+        a_plan = DescriptorPlan.of(op, op.a_desc_bits, op.a_desc_steps, a_slot.start + row * pitch)
         block_rows = rows // blocks
 
-        def a_operand(n: int) -> np.ndarray:
-            if mn_major:
-                return a_plan.mn_major_block(op, a_smem, a_slot.data, n, step)
-            return a_plan.k_major(op, a_smem, a_slot.data, n, block_rows, step)
+        def a_operand(i: int) -> np.ndarray:
+            if op.transpose_a is not None:
+                return a_plan.read(op, a_smem, a_index, i, (k, block_rows), False).T
+            return a_plan.read(op, a_smem, a_index, i, (block_rows, k), True)
 
         a = np.concatenate(
             [
@@ -815,11 +872,40 @@ def per_value(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, np.int64).reshape(-1, 1), shape)
 
 
+def address_plan(op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp) -> tuple[int, int, int]:
+    if op.row_pitch is None or op.slab_pitch is None or op.swizzle is None:
+        raise error(op, "has no address plan; run legalize-nvgpu first")
+    return op.row_pitch.value.data, op.slab_pitch.value.data, op.swizzle.value.data
+
+
+def planned_bytes(
+    op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp,
+    smem: Smem,
+    slot: Any,
+    rows: np.ndarray,
+    cols: np.ndarray,
+) -> np.ndarray:
+    """The byte addresses of elements (rows, cols) of slot `slot` under the op's address
+    plan (`slot_byte`), as the printed ld/st.shared compute them."""
+    row_pitch, slab_pitch, swizzle = address_plan(op)
+    eb = nvgpu.element_bytes(smem.type.element_type)
+    start = smem.offset + per_value(slot, rows.shape) * smem.stride
+    return start + slot_byte(rows, cols * eb, row_pitch, slab_pitch, swizzle)
+
+
+def touched_slots(op: Operation, smem: Smem, addresses: np.ndarray) -> np.ndarray:
+    """The slot of each address; an address outside the buffer is an error."""
+    slots = smem.slot_index(addresses)
+    if ((slots < 0) | (slots >= len(smem.slots))).any():
+        raise error(op, f"reaches bytes outside the {len(smem.slots)} slots of {smem.name}")
+    return slots
+
+
 def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any]) -> tuple:
     """Each active thread runs the store plan (`legalize-nvgpu`): store k writes the pair of
     values `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from its layout origin
-    (plus `row`); a fragment wider than a slot fills slots `slot`, `slot + 1`, ..., one
-    column slab each."""
+    (plus `row`), at the bytes the address plan gives them (a fragment wider than a slot
+    fills slots `slot`, `slot + 1`, ...: its column slabs are a slot apart)."""
     value, smem, slot, *row = operands
     plan = op.plan()
     if plan is None:
@@ -834,16 +920,12 @@ def _fragment_store(ev: Evaluator, op: nvgpu.FragmentStoreOp, operands: list[Any
     first = np.array([v + i for v, _, _ in plan for i in range(2)])
     rows = row0[:, None] + np.array([r for _, r, _ in plan for _ in range(2)])
     cols = col0[:, None] + np.array([c + i for _, _, c in plan for i in range(2)])
-    slot_rows, slab = smem.type.slot_shape
-    slots = per_value(slot, rows.shape) + cols // slab
-    if ((rows < 0) | (rows >= slot_rows))[mask].any():
-        raise error(op, f"store plan writes rows outside the {slot_rows}-row slot of {smem.name}")
+    addresses = planned_bytes(op, smem, slot, rows, cols)
+    slots = touched_slots(op, smem, addresses[mask])
     guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
-    for index in np.unique(slots[mask]):
-        target = begin_write(op, smem, int(index), guard)
-        mine = (slots == index) & mask[:, None]
-        target.data[rows[mine], cols[mine] % slab] = values[:, first][mine]
-        target.written = True
+    for index in np.unique(slots):
+        begin_write(op, smem, int(index), guard).written = True
+    smem.memory.write(op, addresses[mask], values[:, first][mask].astype(smem.dtype))
     return ()
 
 
@@ -900,32 +982,43 @@ def _fragment_store_global(
     return ()
 
 
+def read_planned(op: Operation, smem: Smem, addresses: np.ndarray) -> np.ndarray:
+    """The elements at `addresses`, every slot they lie in readable."""
+    for index in np.unique(touched_slots(op, smem, addresses)):
+        readable(op, smem, int(index))
+    return smem.memory.read(op, addresses, smem.dtype)
+
+
 def _load_columns(ev: Evaluator, op: nvgpu.FragmentLoadColumnsOp, operands: list[Any]) -> tuple:
+    """Each thread reads element c of the (unswizzled) vector slot for its values of column c."""
     smem, slot = operands
     index = int(uniform(op, slot, warpgroup(ev).mask))
-    vector = readable(op, smem, index).data.reshape(-1).astype(np.float32)
-    return (vector[coords_of(op.result.type)[1]],)
+    cols = coords_of(op.result.type)[1]
+    eb = nvgpu.element_bytes(smem.type.element_type)
+    addresses = smem.slots[index].start + cols * eb
+    return (read_planned(op, smem, addresses).astype(np.float32),)
 
 
 def _fragment_load(ev: Evaluator, op: nvgpu.FragmentLoadOp, operands: list[Any]) -> tuple:
-    """Each thread reads its values of the slot's tile, from row `row` on."""
+    """Each thread reads its values of the slot's tile, from row `row` on, at the bytes the
+    address plan gives them."""
     smem, slot, *row = operands
-    mask = warpgroup(ev).mask
-    tile = readable(op, smem, int(uniform(op, slot, mask))).data
+    index = int(uniform(op, slot, warpgroup(ev).mask))
     rows, cols = coords_of(op.result.type)
     if row:
         rows = rows + per_value(row[0], rows.shape)
-    return (tile[rows, cols].astype(tile.dtype),)
+    return (read_planned(op, smem, planned_bytes(op, smem, index, rows, cols)),)
 
 
 def _fragment_load_rows(ev: Evaluator, op: nvgpu.FragmentLoadRowsOp, operands: list[Any]) -> tuple:
-    """Each thread reads its rows of the 1-D slot, from element `row` on."""
+    """Each thread reads its rows of the 1-D (unswizzled) slot, from element `row` on."""
     smem, slot, *row = operands
-    vector = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data.reshape(-1)
+    index = int(uniform(op, slot, warpgroup(ev).mask))
     (rows,) = coords_of(op.result.type)
     if row:
         rows = rows + per_value(row[0], rows.shape)
-    return (vector[rows],)
+    eb = nvgpu.element_bytes(smem.type.element_type)
+    return (read_planned(op, smem, smem.slots[index].start + rows * eb),)
 
 
 # ---------------------------------------------------------------- threads and registers
@@ -1154,6 +1247,18 @@ def cta_threads(kernel: func.FuncOp) -> int:
     return threads.value.data
 
 
+def window_bytes(kernel: func.FuncOp) -> int:
+    """The end of the last placed allocation: the bytes of smem window the kernel uses."""
+    ends = [
+        op.offset.value.data + op.placed_bytes()
+        for op in kernel.walk()
+        if isinstance(op, nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp)
+        and op.offset is not None
+        and (isinstance(op, nvgpu.MBarrierAllocOp) or op.slot_stride is not None)
+    ]
+    return max(ends, default=0)
+
+
 def _warpgroup_body(ev: Evaluator, body: Block, args: Sequence[Any]) -> Generator[Blocked]:
     try:
         yield from ev.run_block(body, args)
@@ -1199,13 +1304,14 @@ def run_nvgpu_kernel(
     kernel_op = find_kernel(module, kernel)
     values = bind_arguments(kernel_op, args)
     threads = cta_threads(kernel_op)
+    window = window_bytes(kernel_op)
     grid3 = normalize_grid(grid)
     policy = make_policy(schedule)
     initial = min(256, REGISTER_FILE // threads // 8 * 8)  # registers per thread at launch
     written: set[int] = set()
     for program_id in itertools.product(*(range(g) for g in reversed(grid3))):
         program = Program(tuple(reversed(program_id)), grid3)  # type: ignore[arg-type]
-        state = NvgpuState(threads)
+        state = NvgpuState(threads, memory=SharedMemory.sized(window))
         scheduler = Scheduler(policy, state.describe, trace, f"program {program.program_id}")
         for index in range(threads // WARPGROUP_THREADS):
             wg = Warpgroup(index, initial)

@@ -4,8 +4,10 @@ Input and output: nvgpu-level IR (after `lower-to-nvgpu`); no op is added or rem
 that needs a plan gets it as properties, checked by the op's verifier:
 
 * `nvgpu.smem_alloc` / `nvgpu.mbarrier_alloc`: the placement, `offset` = the first byte in
-  the dynamic smem window. Buffers come first, in program order, each 1024-byte aligned (every
-  swizzle pattern starts on its repeat boundary); the 8-byte mbarriers follow them.
+  the dynamic smem window, and a buffer's `slot_stride` (its slot bytes: slot k starts at
+  `offset + k * slot_stride`, the address every op on a slot prints). Buffers come first, in
+  program order, each 1024-byte aligned (every swizzle pattern starts on its repeat
+  boundary); the 8-byte mbarriers follow them.
 * `nvgpu.wgmma_mma_async` / `_rs`: the descriptor plan of every smem operand, `x_desc_bits`
   (the constant bits: swizzle code, SBO, LBO) and `x_desc_steps` (the encoded offset of each
   instruction's operand). A K-major operand advances `k * elem` bytes per k step inside its
@@ -13,7 +15,8 @@ that needs a plan gets it as properties, checked by the op's verifier:
   slab `(kk * k * elem) // 128` at `rows * 128` bytes per slab. A advances 64 rows
   (`64 * span` bytes) per block. An MN-major operand (B with `transpose_b`, A with
   `transpose_a`) advances `k` rows per step; an MN-major A advances one 64-element column
-  slab (`K * span` bytes) per block.
+  slab (`K * span` bytes) per block. A slice of A (`a_row`) gets `a_row_pitch`, the bytes
+  its start moves per row of M.
 * `nvgpu.tma_load`: the box plan, one box per 128-byte column slab of the slot (the tensor
   map's box is `rows x span`): its smem offset and its innermost-coordinate offset.
 * `nvgpu.fragment_mask`: the branch plan, the largest value of each condition's left side over
@@ -22,6 +25,15 @@ that needs a plan gets it as properties, checked by the op's verifier:
   `st.global` / `st.shared` (its first value and that value's offset from the thread's
   origin, from the fragment's layout object); a global store also the dims it is clipped
   against (the plane's rows and columns).
+* `nvgpu.fragment_store` / `nvgpu.fragment_load`: the address plan of every `st.shared` /
+  `ld.shared`: `row_pitch` (bytes between rows of a column slab), `slab_pitch` (between
+  slabs) and `swizzle` (the XOR of 16-byte chunks by row, TMA's and wgmma's), so byte x of
+  row r is at `slot_byte(r, x)` (`dialects/nvgpu/fragment.py`).
+
+Each plan is a static fact of the buffer type, so the op's verifier checks it (a stride, pitch
+or swizzle that is not the buffer's is refused); the nvgpu interpreter runs it on shared memory
+modelled as bytes, where TMA and wgmma swizzle by address as the hardware does, so a plan the
+verifier was not asked about shows as a wrong result or an error on the CPU.
 
 Running it twice writes the same plans. It rejects, naming the op, smem operands a wgmma
 descriptor cannot describe (no swizzle; slabs or MN-major with a swizzle other than 128 B)
@@ -47,14 +59,12 @@ from tawa_xdsl.dialects.nvgpu import (
     SWIZZLE_128B_SPAN,
     WARPGROUP_ROWS,
     SmemType,
-    allocation_bytes,
     element_bytes,
     fragment_type,
     instruction_count,
-    k_major_descriptor_bits,
-    mn_major_descriptor_bits,
     smem_type,
 )
+from tawa_xdsl.dialects.nvgpu.wgmma import descriptor_bits
 
 PASS = "legalize-nvgpu"
 
@@ -94,11 +104,10 @@ def descriptor_plan(
     """(constant bits, encoded offset per instruction, block-major) of one smem operand."""
     check_descriptor_slot(op, buf, mn_major)
     span, step_k = buf.swizzle_bytes, k // k_steps
+    bits = descriptor_bits(buf, mn_major)
     if mn_major:
-        bits = mn_major_descriptor_bits(span, buf.slot_shape[0] * span)
         offsets = [kk * step_k * span for kk in range(k_steps)]
     else:
-        bits = k_major_descriptor_bits(span)
         eb = element_bytes(buf.element_type)
         offsets = [k_major_offset(buf, kk * step_k * eb) for kk in range(k_steps)]
     # the next 64 rows of M: 64 slot rows (K-major), the next column slab (MN-major)
@@ -123,6 +132,8 @@ def legalize_wgmma(op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMmaAsyncRsOp) -> None:
         a = smem_type(op.a_buf)
         bits, steps = descriptor_plan(op, a, k, k_steps, blocks, op.transpose_a is not None)
         op.a_desc_bits, op.a_desc_steps = plan_attrs(bits, steps)
+        if op.a_row is not None:
+            op.a_row_pitch = IntegerAttr(op.expected_row_pitch(), i32)
 
 
 def legalize_tma_load(op: nvgpu.TmaLoadOp) -> None:
@@ -146,7 +157,8 @@ def legalize_tma_store(op: nvgpu.TmaStoreOp) -> None:
 
 
 def place_smem(kernel: func.FuncOp) -> None:
-    """Write every buffer's and barrier array's offset in the dynamic smem window."""
+    """Write every buffer's and barrier array's offset in the dynamic smem window, and every
+    buffer's slot stride (its slot bytes)."""
     end = 0
     allocs = [op for op in kernel.walk() if isinstance(op, nvgpu.SmemAllocOp)]
     allocs += [op for op in kernel.walk() if isinstance(op, nvgpu.MBarrierAllocOp)]
@@ -154,7 +166,18 @@ def place_smem(kernel: func.FuncOp) -> None:
         align = SMEM_ALIGN if isinstance(op, nvgpu.SmemAllocOp) else MBARRIER_BYTES
         end = -(-end // align) * align
         op.offset = IntegerAttr(end, i32)
-        end += allocation_bytes(op.results[0].type)
+        if isinstance(op, nvgpu.SmemAllocOp):
+            op.slot_stride = IntegerAttr(smem_type(op.buf).slot_bytes(), i32)
+        end += op.placed_bytes()
+
+
+def plan_addresses(op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp) -> None:
+    """The address plan of an ld/st.shared of a fragment: the slot's row and slab pitches and
+    the swizzle TMA and wgmma use on it (`slot_byte`)."""
+    buf = smem_type(op.buf)
+    op.row_pitch = IntegerAttr(buf.row_pitch(), i32)
+    op.slab_pitch = IntegerAttr(buf.slab_pitch(), i32)
+    op.swizzle = IntegerAttr(buf.swizzle_bytes, i32)
 
 
 def legalize_fragment_mask(op: nvgpu.FragmentMaskOp) -> None:
@@ -191,8 +214,8 @@ def legalize_store_global(op: nvgpu.FragmentStoreGlobalOp) -> None:
 
 @dataclass(frozen=True)
 class LegalizeNvgpuPass(ModulePass):
-    """Write the smem placement and the descriptor, box and branch plans emit-ptx prints
-    (see the module docstring)."""
+    """Write the smem placement and the descriptor, box, branch, store and address plans
+    emit-ptx prints (see the module docstring)."""
 
     name = "legalize-nvgpu"
 
@@ -213,3 +236,6 @@ class LegalizeNvgpuPass(ModulePass):
                 legalize_store_global(inner)
             elif isinstance(inner, nvgpu.FragmentStoreOp):
                 plan_stores(inner, 2)
+                plan_addresses(inner)
+            elif isinstance(inner, nvgpu.FragmentLoadOp):
+                plan_addresses(inner)

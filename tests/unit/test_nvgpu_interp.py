@@ -19,6 +19,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i32, i64
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
 from tawa_xdsl.diagnostics import parse_module
@@ -320,14 +321,33 @@ def test_descriptor_step_outside_the_slot_is_caught() -> None:
         run_mutant(module, MUTATION_OPTIONS)
 
 
-def test_wrong_descriptor_stride_is_caught() -> None:
-    """SBO (bits 32..45, 16-byte units) of 4 rows instead of 8 rows of 128 bytes."""
+def refused(op: Operation, message: str) -> None:
+    """The op's verifier refuses the mutated plan (the mutants run unverified)."""
+    with pytest.raises(VerifyException, match=message):
+        op.verify()
+
+
+def test_wrong_descriptor_stride_is_refused_and_a_wrong_result() -> None:
+    """SBO (bits 32..45, 16-byte units) of 4 rows instead of 8 rows of 128 bytes: the wgmma
+    reads rows 8.. of every core group from the bytes of rows 4.."""
     module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
     (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
     bits = mma.b_desc_bits.value.data
     mma.b_desc_bits = IntegerAttr(bits & ~(0x3FFF << 32) | (32 << 32), i64)
-    with pytest.raises(NvgpuError, match="says swizzle 128 B, SBO 512 B"):
-        run_mutant(module, MUTATION_OPTIONS)
+    refused(mma, "b_desc_bits 0x4000002000010000 do not describe a slot of")
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_descriptor_swizzle_is_refused_and_a_wrong_result() -> None:
+    """A's descriptor says 64-byte swizzle (layout code 2) over 128-byte swizzled slots: TMA
+    wrote the chunks XORed with three row bits, the wgmma undoes two."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    bits = mma.a_desc_bits.value.data & (2**64 - 1)
+    assert bits >> 62 == 1
+    mma.a_desc_bits = IntegerAttr(bits & (2**62 - 1) | 2 << 62, i64)
+    refused(mma, "expected 0x4000004000010000")
+    assert not run_mutant(module, MUTATION_OPTIONS)
 
 
 def test_wrong_box_column_offset_is_a_wrong_result() -> None:
@@ -341,7 +361,7 @@ def test_box_off_its_slab_is_caught() -> None:
     module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
     load = ops_of(module, nvgpu.TmaLoadOp)[1]
     load.box_smem_offsets = DenseArrayBase.from_list(i32, [64])
-    with pytest.raises(NvgpuError, match="box at slot byte 64 does not start a free 128x64"):
+    with pytest.raises(NvgpuError, match=r"box plan \(slot bytes \[64\]\) does not write each"):
         run_mutant(module, MUTATION_OPTIONS)
 
 
@@ -374,6 +394,74 @@ def test_wrong_staging_store_column_is_a_wrong_result() -> None:
     store.store_cols = DenseArrayBase.from_list(i32, [8, *cols[1:]])
     assert run_mutant(nvgpu_module(tile_module("gemm"), options), options)
     assert not run_mutant(module, options)
+
+
+# A wrong address plan or slot stride is a static fact the op's verifier refuses, and the
+# bytes the interpreter reads and writes show it too: each mutant below is run unverified.
+
+TMA_OPTIONS = replace(MUTATION_OPTIONS, epilogue="tma")
+
+
+def test_wrong_staging_swizzle_is_refused_and_a_wrong_result() -> None:
+    """The epilogue's st.shared XOR the chunks with two row bits instead of three: the TMA
+    store reads them back through the 128-byte swizzle, a permuted tile."""
+    module = nvgpu_module(tile_module("gemm"), TMA_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreOp)
+    assert store.swizzle.value.data == 128
+    store.swizzle = IntegerAttr(64, i32)
+    refused(store, r"address plan \(row_pitch, slab_pitch, swizzle\) = \(128, 8192, 64\)")
+    assert not run_mutant(module, TMA_OPTIONS)
+
+
+def test_unswizzled_staging_store_is_a_wrong_result() -> None:
+    """No XOR at all on st.shared (the swizzle of the staging slot forgotten)."""
+    module = nvgpu_module(tile_module("gemm"), TMA_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreOp)
+    store.swizzle = IntegerAttr(0, i32)
+    refused(store, "its swizzle 128 bytes")
+    assert not run_mutant(module, TMA_OPTIONS)
+
+
+def test_wrong_staging_row_pitch_is_refused_and_caught() -> None:
+    """Rows (and slabs) 64 bytes wide in a slot of 128-byte rows: the columns past the
+    first 32 are sent a slab on per 64 bytes, past the slots of the staging buffer."""
+    module = nvgpu_module(tile_module("gemm"), TMA_OPTIONS)
+    (store,) = ops_of(module, nvgpu.FragmentStoreOp)
+    store.row_pitch = IntegerAttr(64, i32)
+    refused(store, "its rows are 128 bytes apart")
+    with pytest.raises(NvgpuError, match="reaches bytes outside the 4 slots of c_stage"):
+        run_mutant(module, TMA_OPTIONS)
+
+
+def test_wrong_slot_stride_is_refused_and_a_wrong_result() -> None:
+    """A's ring slots half a slot apart: the producer's copy into slot 1 overwrites the
+    second half of slot 0 while its wgmmas still have to read it."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    alloc = next(op for op in ops_of(module, nvgpu.SmemAllocOp) if op.buf.name_hint.endswith("0"))
+    assert alloc.slot_stride.value.data == 16384
+    alloc.slot_stride = IntegerAttr(8192, i32)
+    refused(alloc, "slot_stride must be the 16384 bytes of a slot")
+    assert not run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_slot_stride_past_the_buffer_is_caught() -> None:
+    """B's slots a slot and a half apart: the last one runs into the next allocation."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    alloc = next(op for op in ops_of(module, nvgpu.SmemAllocOp) if op.buf.name_hint.endswith("1"))
+    alloc.slot_stride = IntegerAttr(3 * 8192, i32)
+    with pytest.raises(NvgpuError, match="overlaps a_b_ring_full"):
+        run_mutant(module, MUTATION_OPTIONS)
+
+
+def test_wrong_consumer_row_pitch_is_refused_and_a_wrong_result() -> None:
+    """The second consumer's A descriptor starts 64 half-rows (not rows) in: the wgmma reads
+    rows 32..95 of the slot."""
+    module = nvgpu_module(tile_module("gemm"), MUTATION_OPTIONS)
+    (mma,) = ops_of(module, nvgpu.WgmmaMmaAsyncOp)
+    assert mma.a_row_pitch.value.data == 128
+    mma.a_row_pitch = IntegerAttr(64, i32)
+    refused(mma, "a_row_pitch must be 128 bytes per row of M")
+    assert not run_mutant(module, MUTATION_OPTIONS, "random")
 
 
 def test_unlegalized_module_is_refused() -> None:

@@ -5,7 +5,11 @@ flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads`, `fragment` a
 (register moves of split and joined fragments). Each family module registers its handlers
 (op class -> function); `HANDLERS` is their union, and an op no family knows is refused with
 an error naming it. Run `legalize-nvgpu` first (the `ptx` target does): it writes into the IR
-what the printer would otherwise have to decide.
+what the printer would otherwise have to decide -- smem placement and slot strides, wgmma
+descriptor bits, steps and row terms, TMA boxes, mask branches, the store plans of st.global /
+st.shared and the address plans (row and slab pitch, swizzle) of st.shared / ld.shared -- and
+an op without its plan is refused. The printer computes no layout or swizzle fact: it
+allocates registers and prints the arithmetic the plans state.
 """
 
 from __future__ import annotations

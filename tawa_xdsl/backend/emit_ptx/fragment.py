@@ -4,7 +4,8 @@ masks, selects, and the loads and stores of fragments (§4.4, §6).
 Which element a register holds comes from the fragment's layout object: a store or mask
 prints the thread's origin once (`KernelPrinter.lane_origin`, the layout's own formula on
 `%tid.x`) and adds each value's constant offset (`value_offset`). The branch over an unmasked
-tile is the one `legalize-nvgpu` planned (`skip_corners`)."""
+tile is the one `legalize-nvgpu` planned (`skip_corners`), and the byte an ld/st.shared
+addresses is its address plan's `slot_byte`, printed as the plan states it."""
 
 from __future__ import annotations
 
@@ -23,7 +24,15 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 from tawa_xdsl.backend.ptx import Reg, f32_hex
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import FP8_TYPES as FP8
-from tawa_xdsl.dialects.nvgpu import WGMMA_ROW, FragmentLayout, FragmentType, SmemType
+from tawa_xdsl.dialects.nvgpu import (
+    SWIZZLE_128B_SPAN,
+    SWIZZLE_CHUNK_BYTES,
+    WGMMA_ROW,
+    FragmentLayout,
+    FragmentType,
+    SmemType,
+)
+from tawa_xdsl.dialects.nvgpu.hardware import SWIZZLE_ROW_SHIFT
 from tawa_xdsl.dialects.tile import ComparePredicate
 
 FP8_NAMES = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}  # PTX's names of the fp8 formats
@@ -415,29 +424,62 @@ def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:
     return out
 
 
-def fragment_store(p: KernelPrinter, op: Operation) -> None:
-    """st.shared of each column pair of the store plan (`legalize-nvgpu`) into a (swizzled)
-    smem slot, from row `row` on.
+def address_plan(op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp) -> tuple[int, int, int]:
+    """(row pitch, slab pitch, swizzle) of an ld/st.shared, as `legalize-nvgpu` planned it."""
+    if op.row_pitch is None or op.slab_pitch is None or op.swizzle is None:
+        raise fail(op, "has no address plan; run legalize-nvgpu first")
+    return op.row_pitch.value.data, op.slab_pitch.value.data, op.swizzle.value.data
 
-    Byte x of a row lies in slab x // span; within the slab, 16-byte chunk c of row r is
-    stored at chunk c ^ (r mod span/16) (the layout TMA reads, hopper-ptx.md §3.2)."""
+
+def swizzle_phase(p: KernelPrinter, row: Reg, row_pitch: int, swizzle: int) -> Reg:
+    """`(row * row_pitch >> 7) mod swizzle/16`, the XOR of a row's 16-byte chunks (`slot_byte`);
+    with 128-byte rows the product and shift cancel."""
+    phase = p.b.new("b32")
+    if row_pitch == SWIZZLE_128B_SPAN:
+        p.b.binary("and.b32", phase, row, swizzle // SWIZZLE_CHUNK_BYTES - 1)
+        return phase
+    p.b.binary("mul.lo.u32", phase, row, row_pitch)
+    p.b.binary("shr.u32", phase, phase, SWIZZLE_ROW_SHIFT)
+    p.b.binary("and.b32", phase, phase, swizzle // SWIZZLE_CHUNK_BYTES - 1)
+    return phase
+
+
+def slot_byte_regs(
+    p: KernelPrinter, r: Reg, x: Reg, row_pitch: int, slab_pitch: int, swizzle: int
+) -> Reg:
+    """`slot_byte(r, x)` of the address plan, in registers (x, the byte of row r, is reused)."""
+    b = p.b
+    addr = b.new("b32")
+    if swizzle:
+        slab, chunk = b.new("b32"), b.new("b32")
+        b.binary("div.u32", slab, x, row_pitch)
+        b.binary("rem.u32", x, x, row_pitch)
+        b.binary("shr.u32", chunk, x, 4)
+        phase = swizzle_phase(p, r, row_pitch, swizzle)
+        b.binary("xor.b32", chunk, chunk, phase)
+        b.binary("and.b32", x, x, SWIZZLE_CHUNK_BYTES - 1)
+        b.emit(f"mad.lo.u32 {x}, {chunk}, {SWIZZLE_CHUNK_BYTES}, {x}")
+        b.emit(f"mad.lo.u32 {x}, {slab}, {slab_pitch}, {x}")
+    b.emit(f"mad.lo.u32 {addr}, {r}, {row_pitch}, {x}")
+    return addr
+
+
+def fragment_store(p: KernelPrinter, op: Operation) -> None:
+    """st.shared of each column pair of the store plan (`legalize-nvgpu`) into a slot, from
+    row `row` on, at the byte the address plan gives it (`slot_byte`)."""
     assert isinstance(op, nvgpu.FragmentStoreOp)
-    ty, buf = frag_type(op.value), op.buf.type
-    assert isinstance(buf, SmemType)
+    ty = frag_type(op.value)
     plan = op.plan()
     if plan is None:
         raise fail(op, "has no store plan; run legalize-nvgpu first")
+    row_pitch, slab_pitch, swizzle = address_plan(op)
     b = p.b
     eb = nvgpu.element_bytes(ty.element_type)
-    slot_rows = buf.slot_shape[0]
-    row_bytes = ty.get_shape()[1] * eb
-    span = buf.swizzle_bytes or row_bytes
-    slab_bytes = slot_rows * span
-    base_reg = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    base_reg = p.addr_reg(p.slot_addr(op.buf, op.slot))
     row, col = p.lane_origin(ty)
     if op.row is not None:
         b.binary("add.s32", row, row, p.operand(op.row))
-    if buf.swizzle_bytes and eb == 2:
+    if swizzle and eb == 2:
         _fragment_store_swizzled(p, op, plan, base_reg, row, col)
         return
     col_bytes = b.new("b32")
@@ -450,18 +492,7 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
         b.binary("add.u32", r, row, drow)
         x = b.new("b32")  # byte within the row
         b.binary("add.u32", x, col_bytes, dcol * eb)
-        addr = b.new("b32")
-        if buf.swizzle_bytes:
-            slab, chunk, rmod = b.new("b32"), b.new("b32"), b.new("b32")
-            b.binary("div.u32", slab, x, span)
-            b.binary("rem.u32", x, x, span)
-            b.binary("shr.u32", chunk, x, 4)
-            b.binary("and.b32", rmod, r, span // 16 - 1)
-            b.binary("xor.b32", chunk, chunk, rmod)
-            b.binary("and.b32", x, x, 15)
-            b.emit(f"mad.lo.u32 {x}, {chunk}, 16, {x}")
-            b.emit(f"mad.lo.u32 {x}, {slab}, {slab_bytes}, {x}")
-        b.emit(f"mad.lo.u32 {addr}, {r}, {span}, {x}")
+        addr = slot_byte_regs(p, r, x, row_pitch, slab_pitch, swizzle)
         b.binary("add.u32", addr, addr, base_reg)
         b.st_shared(ptx_ty, addr, pair)
 
@@ -476,33 +507,31 @@ def _fragment_store_swizzled(
 ):
     """`fragment_store` of 16-bit values into a swizzled slot, with the address
     arithmetic hoisted: a thread's pairs lie in rows row + 8h (h = 0..R/8-1), all with the
-    same r mod 8 (hence the same XOR), and its column bytes stay inside one 16-byte chunk
-    (2 (l & 3) eb < 16 - (8 j eb mod 16) for eb = 2). So each of the span/16 chunks gets
-    one address register, `base + row * span + col * eb + ((c * 16) ^ (row mod 8) * 16)`,
+    same XOR phase (8 rows are one swizzle repeat), and its column bytes stay inside one
+    16-byte chunk (2 (l & 3) eb < 16 - (8 j eb mod 16) for eb = 2). So each of the chunks
+    gets one address register, `base + row * row_pitch + col * eb + ((c * 16) ^ phase * 16)`,
     and every st.shared is that register plus an immediate."""
-    ty, buf = frag_type(op.value), op.buf.type
-    assert isinstance(buf, SmemType)
+    ty = frag_type(op.value)
+    row_pitch, slab_pitch, swizzle = address_plan(op)
     b = p.b
     eb = nvgpu.element_bytes(ty.element_type)
-    span = buf.swizzle_bytes
-    slab_bytes = buf.slot_shape[0] * span
     lane = b.new("b32")
-    b.emit(f"mad.lo.u32 {lane}, {row}, {span}, {base}")
+    b.emit(f"mad.lo.u32 {lane}, {row}, {row_pitch}, {base}")
     b.emit(f"mad.lo.u32 {lane}, {col}, {eb}, {lane}")
-    rmod = b.new("b32")
-    b.binary("and.b32", rmod, row, span // 16 - 1)
-    b.binary("shl.b32", rmod, rmod, 4)
+    phase = swizzle_phase(p, row, row_pitch, swizzle)
+    b.binary("shl.b32", phase, phase, 4)
     chunks: dict[int, Reg] = {}
     halves: dict[int, tuple] = {}
     for first, drow, dcol in plan:
         pair = _stored_pair(p, ty, p.frag(op.value), first, halves)
         x0 = dcol * eb
-        slab, chunk, within = x0 // span, (x0 % span) // 16, x0 % 16
+        slab, within = divmod(x0, row_pitch)
+        chunk, byte = divmod(within, SWIZZLE_CHUNK_BYTES)
         if chunk not in chunks:
             reg = chunks[chunk] = b.new("b32")
-            b.binary("xor.b32", reg, rmod, chunk * 16)
+            b.binary("xor.b32", reg, phase, chunk * SWIZZLE_CHUNK_BYTES)
             b.binary("add.u32", reg, reg, lane)
-        offset = drow * span + slab * slab_bytes + within
+        offset = drow * row_pitch + slab * slab_pitch + byte
         b.st_shared("b32", chunks[chunk], pair, offset=offset)
 
 
@@ -589,7 +618,7 @@ def fragment_load_columns(p: KernelPrinter, op: Operation) -> None:
     eb = nvgpu.element_bytes(buf.element_type)
     _, col0 = p.lane_origin(ty)
     addr = b.new("b32")
-    slot = p.slot_addr(op.buf, op.slot, buf.slot_bytes())
+    slot = p.slot_addr(op.buf, op.slot)
     base = p.addr_reg(slot)
     b.emit(f"mad.lo.u32 {addr}, {col0}, {eb}, {base}")
     dst = p.frag(op.result)
@@ -621,18 +650,14 @@ def _load_pair(p: KernelPrinter, buf: SmemType, addr: Reg, offset: int) -> list[
 
 def fragment_load(p: KernelPrinter, op: Operation) -> None:
     """ld.shared of each column pair the thread owns (the layout object says where), from
-    row `row` of a (swizzled) slot on. Byte x of a row lies in slab x // span; within the
-    slab, row r starts at r * span and its 16-byte chunk c sits at chunk
-    c ^ ((r * span >> 7) mod span/16): TMA's 32/64/128-byte swizzle, hopper-ptx.md §3.2."""
+    row `row` of a slot on, at the byte the address plan gives it (`slot_byte`)."""
     assert isinstance(op, nvgpu.FragmentLoadOp)
-    ty, buf = frag_type(op.result), op.buf.type
-    assert isinstance(buf, SmemType)
+    ty = frag_type(op.result)
+    row_pitch, slab_pitch, swizzle = address_plan(op)
     b = p.b
     eb = nvgpu.element_bytes(ty.element_type)
     rows, cols = ty.get_shape()
-    span = buf.swizzle_bytes or cols * eb
-    slab_bytes = buf.slot_shape[0] * span
-    base = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    base = p.addr_reg(p.slot_addr(op.buf, op.slot))
     row, col = p.lane_origin(ty)
     if op.row is not None:
         b.binary("add.s32", row, row, p.operand(op.row))
@@ -642,22 +667,10 @@ def fragment_load(p: KernelPrinter, op: Operation) -> None:
     for first in range(0, len(regs) * (2 if packed(ty) else 1), 2):
         pair = _pair(ty, regs, first)
         drow, dcol = ty.layout_object.value_offset((rows, cols), first)
-        r, x, addr = b.new("b32"), b.new("b32"), b.new("b32")
+        r, x = b.new("b32"), b.new("b32")
         b.binary("add.u32", r, row, drow)
         b.binary("add.u32", x, col_bytes, dcol * eb)
-        if buf.swizzle_bytes:
-            slab, chunk, phase = b.new("b32"), b.new("b32"), b.new("b32")
-            b.binary("div.u32", slab, x, span)
-            b.binary("rem.u32", x, x, span)
-            b.binary("shr.u32", chunk, x, 4)
-            b.binary("mul.lo.u32", phase, r, span)
-            b.binary("shr.u32", phase, phase, 7)
-            b.binary("and.b32", phase, phase, span // 16 - 1)
-            b.binary("xor.b32", chunk, chunk, phase)
-            b.binary("and.b32", x, x, 15)
-            b.emit(f"mad.lo.u32 {x}, {chunk}, 16, {x}")
-            b.emit(f"mad.lo.u32 {x}, {slab}, {slab_bytes}, {x}")
-        b.emit(f"mad.lo.u32 {addr}, {r}, {span}, {x}")
+        addr = slot_byte_regs(p, r, x, row_pitch, slab_pitch, swizzle)
         b.binary("add.u32", addr, addr, base)
         if packed(ty):
             b.emit(f"ld.shared.b32 {pair[0]}, [{addr}]")
@@ -677,7 +690,7 @@ def fragment_load_rows(p: KernelPrinter, op: Operation) -> None:
     if op.row is not None:
         b.binary("add.s32", row, row, p.operand(op.row))
     addr = b.new("b32")
-    base = p.addr_reg(p.slot_addr(op.buf, op.slot, buf.slot_bytes()))
+    base = p.addr_reg(p.slot_addr(op.buf, op.slot))
     b.emit(f"mad.lo.u32 {addr}, {row}, {eb}, {base}")
     layout = ty.layout_object
     count = layout.values_per_thread(ty.get_shape())

@@ -7,15 +7,17 @@ registers arith, scf and func. The printer only prints: every SSA value becomes 
 registers (a fragment becomes one register per 32 bits it holds), every op becomes the
 instructions its docstring names, and ptxas allocates the real registers. Anything above the
 nvgpu level (tensor values, aref ops) is refused with an error naming the op: run
-`lower-to-nvgpu` first. What the printer needs decided (wgmma descriptors, TMA boxes, mask
-branches) is written into the IR by `legalize-nvgpu`; an op without it is refused too.
+`lower-to-nvgpu` first. What the printer needs decided (smem offsets and slot strides, wgmma
+descriptors, TMA boxes, mask branches, store and address plans) is written into the IR by
+`legalize-nvgpu`; an op without it is refused too.
 
 Input contract (what `lower-to-nvgpu` produces):
 
 * one `func.func` per kernel, with the discardable attribute `nvgpu.threads` (the CTA size);
 * arguments `!tile.desc<...>` (a tensor map plus pointer, dims and row stride; see
   `kernel_params`), `i32` and `f32` scalars;
-* smem comes from `nvgpu.smem_alloc` / `nvgpu.mbarrier_alloc` (placed by `SmemPlan`);
+* smem comes from `nvgpu.smem_alloc` / `nvgpu.mbarrier_alloc` (their placement read by
+  `SmemPlan`; every slot address is `base + slot * stride`, `KernelPrinter.slot_addr`);
 * loops are `scf.for` on i32; single-thread work is guarded explicitly (`scf.if`).
 
 Loop-carried values share registers with their loop's block arguments whenever the value is
@@ -44,6 +46,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from tawa_xdsl.backend.ptx import KernelText, Param, PtxBuilder, Reg, f32_hex
 from tawa_xdsl.dialects import nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import (
+    MBARRIER_BYTES,
     SMEM_ALIGN,
     THREADS_ATTR,
     WARPGROUP_THREADS,
@@ -150,13 +153,15 @@ def kernel_params(kernel: func.FuncOp) -> list[KernelParam]:
 
 @dataclass
 class SmemPlan:
-    """Offsets of every buffer and barrier array in the dynamic smem window, as
-    `legalize-nvgpu` placed them (the `offset` of each `smem_alloc` / `mbarrier_alloc`).
+    """Offsets and slot strides of every buffer and barrier array in the dynamic smem window,
+    as `legalize-nvgpu` placed them (the `offset` and `slot_stride` of each `smem_alloc`;
+    barriers are 8 bytes apart).
 
     The kernel aligns the window base by hand, so the launch must pass `bytes` (which includes
     1 KiB of slack)."""
 
     offsets: dict[SSAValue, int] = field(default_factory=dict)
+    strides: dict[SSAValue, int] = field(default_factory=dict)
     end: int = 0
 
     @staticmethod
@@ -164,11 +169,13 @@ class SmemPlan:
         plan = SmemPlan()
         for op in kernel.walk():
             if isinstance(op, nvgpu.SmemAllocOp | nvgpu.MBarrierAllocOp):
-                if op.offset is None:
+                stride = op.slot_stride if isinstance(op, nvgpu.SmemAllocOp) else MBARRIER_BYTES
+                if op.offset is None or stride is None:
                     raise fail(op, "has no smem offset; run legalize-nvgpu first")
-                offset = op.offset.value.data
-                plan.offsets[op.results[0]] = offset
-                plan.end = max(plan.end, offset + nvgpu.allocation_bytes(op.results[0].type))
+                offset, result = op.offset.value.data, op.results[0]
+                plan.offsets[result] = offset
+                plan.strides[result] = stride if isinstance(stride, int) else stride.value.data
+                plan.end = max(plan.end, offset + op.placed_bytes())
         return plan
 
     @property
@@ -618,8 +625,12 @@ class KernelPrinter:
 
     # ------------------------------------------------------ shared by the families
 
-    def slot_addr(self, base: SSAValue, slot: SSAValue, stride: int) -> Reg | str:
-        """`base + slot * stride` as an address operand (folded when the slot is constant)."""
+    def slot_addr(self, base: SSAValue, slot: SSAValue) -> Reg | str:
+        """`base + slot * stride` as an address operand (folded when the slot is constant),
+        with the stride `legalize-nvgpu` placed the buffer's slots at."""
+        stride = self.smem.strides.get(base)
+        if stride is None:
+            raise EmitError(f"emit-ptx: {base.type} is not the result of a placed allocation")
         index = self.const_int(slot)
         if index is not None:
             return f"{self.reg(base)}+{index * stride}" if index else str(self.reg(base))

@@ -26,21 +26,17 @@ def mbarrier_init(p: KernelPrinter, op: nvgpu.MBarrierInitOp) -> None:
 
 @HANDLERS.on(nvgpu.MBarrierArriveOp)
 def mbarrier_arrive(p: KernelPrinter, op: nvgpu.MBarrierArriveOp) -> None:
-    p.b.mbarrier_arrive(p.slot_addr(op.bars, op.slot, MBARRIER_BYTES))
+    p.b.mbarrier_arrive(p.slot_addr(op.bars, op.slot))
 
 
 @HANDLERS.on(nvgpu.MBarrierArriveExpectTxOp)
 def mbarrier_arrive_expect_tx(p: KernelPrinter, op: nvgpu.MBarrierArriveExpectTxOp) -> None:
-    p.b.mbarrier_arrive_expect_tx(
-        p.slot_addr(op.bars, op.slot, MBARRIER_BYTES), op.tx_bytes.value.data
-    )
+    p.b.mbarrier_arrive_expect_tx(p.slot_addr(op.bars, op.slot), op.tx_bytes.value.data)
 
 
 @HANDLERS.on(nvgpu.MBarrierWaitOp)
 def mbarrier_wait(p: KernelPrinter, op: nvgpu.MBarrierWaitOp) -> None:
-    p.b.mbarrier_try_wait_parity(
-        p.slot_addr(op.bars, op.slot, MBARRIER_BYTES), p.operand(op.parity)
-    )
+    p.b.mbarrier_try_wait_parity(p.slot_addr(op.bars, op.slot), p.operand(op.parity))
 
 
 HANDLERS.on(nvgpu.FenceMBarrierInitOp)(lambda p, op: p.b.fence_mbarrier_init())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tawa_xdsl.backend.emit_ptx.kernel import Handlers, KernelPrinter, fail
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import MBARRIER_BYTES, SmemType
+from tawa_xdsl.dialects.nvgpu import SmemType
 
 HANDLERS = Handlers()
 
@@ -21,8 +21,8 @@ def tma_load(p: KernelPrinter, op: nvgpu.TmaLoadOp) -> None:
         zip(op.box_smem_offsets.get_values(), op.box_col_offsets.get_values(), strict=True)
     )
     coords = [p.reg(o) for o in reversed(op.offsets)]  # innermost first
-    dst = p.slot_addr(op.buf, op.slot, buf.slot_bytes())
-    mbar = p.slot_addr(op.bars, op.bar_slot, MBARRIER_BYTES)
+    dst = p.slot_addr(op.buf, op.slot)
+    mbar = p.slot_addr(op.bars, op.bar_slot)
     if boxes == [(0, 0)]:
         p.b.cp_async_bulk_tensor(dst, p.tmaps[op.desc], coords, mbar)
         return
@@ -41,7 +41,7 @@ def tma_store(p: KernelPrinter, op: nvgpu.TmaStoreOp) -> None:
     buf = op.buf.type
     assert isinstance(buf, SmemType)
     coords = [p.reg(o) for o in reversed(op.offsets)]
-    src = p.slot_addr(op.buf, op.slot, buf.slot_bytes())
+    src = p.slot_addr(op.buf, op.slot)
     p.b.cp_async_bulk_tensor_store(p.tmaps[op.desc], coords, src)
 
 

@@ -14,7 +14,7 @@ from xdsl.ir import Operation, SSAValue
 from tawa_xdsl.backend.emit_ptx.kernel import Handlers, KernelPrinter, fail, frag_type
 from tawa_xdsl.backend.ptx import Reg
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WARPGROUP_ROWS, WGMMA_OPERAND_A, SmemType
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_OPERAND_A, SmemType
 
 HANDLERS = Handlers()
 DESCRIPTOR_START_MASK = 0x3FFF  # bits 13..0: (address & 0x3FFFF) >> 4 (§4.3)
@@ -33,21 +33,16 @@ def descriptor(
     p: KernelPrinter,
     buf_value: SSAValue,
     slot: SSAValue,
-    row: SSAValue | None,
     bits: int,
-    mn_major: bool = False,
+    row: SSAValue | None = None,
+    row_pitch: int = 0,
 ) -> Reg:
-    """The smem descriptor of row `row` of M (or 0) of slot `slot` with constant bits
-    `bits`: slot row `row` of a K-major slot, or of an MN-major one (KxM) column `row`, a
-    multiple of 64, which starts column slab `row / 64` (`K * span` bytes each)."""
-    buf = buf_value.type
-    assert isinstance(buf, SmemType)
+    """The smem descriptor of slot `slot` with constant bits `bits`, its start moved by
+    `row * row_pitch` bytes when the op uses the rows of M from `row` on."""
     b = p.b
-    start = p.addr_reg(p.slot_addr(buf_value, slot, buf.slot_bytes()))
+    start = p.addr_reg(p.slot_addr(buf_value, slot))
     if row is not None:
-        span = buf.swizzle_bytes
-        row_bytes = buf.slot_shape[0] * span // WARPGROUP_ROWS if mn_major else span
-        b.emit(f"mad.lo.u32 {start}, {p.operand(row)}, {row_bytes}, {start}")
+        b.emit(f"mad.lo.u32 {start}, {p.operand(row)}, {row_pitch}, {start}")
     b.binary("shr.u32", start, start, 4)
     b.binary("and.b32", start, start, DESCRIPTOR_START_MASK)
     desc = b.new("b64", "desc")
@@ -92,12 +87,12 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
     b_bits, b_steps = plan(op, op.b_desc_bits, op.b_desc_steps)
     if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
         a_regs, a_shape = p.frag(op.a), tuple(frag_type(op.a).get_shape())
-        desc_b = descriptor(p, op.b_buf, op.b_slot, None, b_bits)
+        desc_b = descriptor(p, op.b_buf, op.b_slot, b_bits)
     else:
         a_bits, a_steps = plan(op, op.a_desc_bits, op.a_desc_steps)
-        trans_a = op.transpose_a is not None
-        desc_a = descriptor(p, op.a_buf, op.a_slot, op.a_row, a_bits, trans_a)
-        desc_b = descriptor(p, op.b_buf, op.b_slot, None, b_bits)
+        pitch = 0 if op.a_row_pitch is None else op.a_row_pitch.value.data
+        desc_a = descriptor(p, op.a_buf, op.a_slot, a_bits, op.a_row, pitch)
+        desc_b = descriptor(p, op.b_buf, op.b_slot, b_bits)
     per_block = n // 2
     for block in range(blocks):
         for kk in range(k_steps):

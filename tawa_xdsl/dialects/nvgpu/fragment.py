@@ -4,7 +4,7 @@ thread's share of a tile spread over a warpgroup in a layout of `layout.py`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     I32,
@@ -47,6 +47,8 @@ from tawa_xdsl.dialects.nvgpu.types import (
     element_bytes,
     fragment_type,
     smem_type,
+    swizzle_address,
+    verify_address_plan,
     verify_offsets,
     verify_slot,
 )
@@ -57,6 +59,8 @@ from tawa_xdsl.dialects.tile import (
     ReduceKindAttr,
     format_shape,
 )
+
+T = TypeVar("T")
 
 
 def vector_length(slot_shape: Sequence[int]) -> int | None:
@@ -307,7 +311,8 @@ class FragmentStoreOp(IRDLOperation):
 
     Store plan (`legalize-nvgpu`): `st.shared` k writes the column pair of values
     `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from the thread's layout
-    origin (plus `row`); the byte address is that element's in the slot's swizzle pattern."""
+    origin (plus `row`), at the byte the address plan gives element (r, c) (`row_pitch`,
+    `slab_pitch`, `swizzle`: see `slot_byte`)."""
 
     name = "nvgpu.fragment_store"
 
@@ -318,6 +323,9 @@ class FragmentStoreOp(IRDLOperation):
     store_values = opt_prop_def(DenseArrayBase)
     store_rows = opt_prop_def(DenseArrayBase)
     store_cols = opt_prop_def(DenseArrayBase)
+    row_pitch = opt_prop_def(IntegerAttr[I32])
+    slab_pitch = opt_prop_def(IntegerAttr[I32])
+    swizzle = opt_prop_def(IntegerAttr[I32])
 
     assembly_format = (
         "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
@@ -355,6 +363,11 @@ class FragmentStoreOp(IRDLOperation):
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
         verify_store_plan(self, frag, 2)
+        verify_address_plan(self, buf, self.row_pitch, self.slab_pitch, self.swizzle)
+        if (self.store_values is None) != (self.row_pitch is None):
+            raise VerifyException(
+                f"'{self.name}' needs a store plan and an address plan, or neither"
+            )
 
     def plan(self) -> list[tuple[int, int, int]] | None:
         """(first value, row offset, column offset) of each `st.shared`, or None unplanned."""
@@ -367,6 +380,16 @@ def store_plan(op: FragmentStoreOp | FragmentStoreGlobalOp) -> list[tuple[int, i
         return None
     parts = (op.store_values, op.store_rows, op.store_cols)
     return list(zip(*(part.get_values() for part in parts), strict=True))
+
+
+def slot_byte(row: T, col_byte: T, row_pitch: int, slab_pitch: int, swizzle: int) -> T:
+    """The byte of a slot holding byte `col_byte` of row `row` under an address plan: slab
+    `col_byte // row_pitch` (slabs `slab_pitch` apart), row `row` of it (`row_pitch` apart),
+    16-byte chunk c of the row at chunk c ^ ((row * row_pitch >> 7) mod swizzle/16)
+    (`swizzle_address` of the slot-relative byte, so the slot must start a swizzle repeat).
+    Works on ints and numpy arrays."""
+    slab, within = col_byte // row_pitch, col_byte % row_pitch
+    return slab * slab_pitch + swizzle_address(row * row_pitch + within, swizzle)
 
 
 def verify_store_plan(op: FragmentStoreOp | FragmentStoreGlobalOp, frag: FragmentType, width: int):
@@ -617,6 +640,10 @@ class FragmentLoadColumnsOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_load_columns' reads f16, bf16 or f32, got {buf.element_type}"
             )
+        if buf.swizzle_bytes:
+            raise VerifyException(
+                f"'nvgpu.fragment_load_columns' reads a vector slot, never swizzled, got {buf}"
+            )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
 
 
@@ -625,14 +652,22 @@ class FragmentLoadOp(IRDLOperation):
     """An accumulator-layout fragment read from rows `[row, row + rows)` of smem slot `slot`
     (row 0 without `row`): `ld.shared` of each column pair the thread owns, where the
     layout object places it, through the buffer's swizzle. The inverse of
-    `nvgpu.fragment_store`, for tiles a consumer computes on without a dot."""
+    `nvgpu.fragment_store`, for tiles a consumer computes on without a dot.
+
+    Address plan (`legalize-nvgpu`): element (r, c) is read at the byte `slot_byte` gives it
+    with `row_pitch`, `slab_pitch` and `swizzle`."""
 
     name = "nvgpu.fragment_load"
 
     buf = operand_def(SmemType)
     slot = operand_def(i32)
     row = opt_operand_def(i32)
+    row_pitch = opt_prop_def(IntegerAttr[I32])
+    slab_pitch = opt_prop_def(IntegerAttr[I32])
+    swizzle = opt_prop_def(IntegerAttr[I32])
     result = result_def(FragmentType)
+
+    irdl_options = (ParsePropInAttrDict(),)
 
     assembly_format = "$buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($buf) `->` type($result)"
 
@@ -663,6 +698,7 @@ class FragmentLoadOp(IRDLOperation):
                 "the slot must have the same shape, or, with a row offset, a multiple of the rows"
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
+        verify_address_plan(self, buf, self.row_pitch, self.slab_pitch, self.swizzle)
 
 
 @irdl_op_definition
@@ -704,6 +740,10 @@ class FragmentLoadRowsOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_load_rows' of {rows} rows from a {format_shape(slot_shape)} "
                 "slot: the slot must have as many elements, or, with a row offset, a multiple"
+            )
+        if buf.swizzle_bytes:
+            raise VerifyException(
+                f"'nvgpu.fragment_load_rows' reads a vector slot, never swizzled, got {buf}"
             )
         verify_slot(self, self.slot, buf.slot_count, "buffer")
 

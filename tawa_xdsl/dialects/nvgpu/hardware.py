@@ -28,6 +28,8 @@ TMA_BOX_INNER_BYTES = 16  # the innermost box dim spans a multiple of 16 bytes
 SWIZZLE_SPANS = (0, 32, 64, 128)  # smem swizzle modes, in bytes of one swizzled row
 SWIZZLE_128B_SPAN = 128  # the swizzle TMA and wgmma use here (§3.2, §4.3)
 SWIZZLE_CHUNK_BYTES = 16  # the swizzle permutes 16-byte chunks of a row
+SWIZZLE_ROW_SHIFT = 7  # ... XORing chunk bits [4:6] with address bits [7:9] (§3.2)
+SWIZZLE_REPEAT_ROWS = 8  # the pattern repeats every 8 rows of the span
 SMEM_ALIGN = 1024  # every buffer starts on the 128B-swizzle repeat (§3.1)
 SM90_MAX_SMEM_BYTES = 232448  # dynamic smem one block may use on sm_90 (227 KiB, opt-in)
 

@@ -52,6 +52,11 @@ class MBarrierAllocOp(IRDLOperation):
     def verify_(self) -> None:
         verify_placement(self, self.offset, MBARRIER_BYTES)
 
+    def placed_bytes(self) -> int:
+        """Bytes the placed array takes: one 8-byte barrier per slot."""
+        assert isinstance(self.bars.type, MBarrierType)
+        return MBARRIER_BYTES * self.bars.type.num_barriers
+
 
 @irdl_op_definition
 class MBarrierInitOp(IRDLOperation):

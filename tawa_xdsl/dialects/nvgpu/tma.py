@@ -29,6 +29,7 @@ from tawa_xdsl.dialects.nvgpu.types import (
     MBarrierType,
     SmemType,
     smem_type,
+    swizzle_repeat,
     verify_offsets,
     verify_placement,
     verify_slot,
@@ -44,12 +45,16 @@ class SmemAllocOp(IRDLOperation):
     """Reserve a shared-memory buffer (a slice of the dynamic `.shared` window, 1024-byte
     aligned so that every swizzle pattern starts on its repeat boundary).
 
-    Placement (`legalize-nvgpu`): `offset` is the buffer's first byte in the window."""
+    Placement (`legalize-nvgpu`): `offset` is the buffer's first byte in the window and
+    `slot_stride` the bytes from one slot to the next: slot k starts at byte
+    `offset + k * slot_stride`, the address every op on the buffer prints. The stride is
+    the slot's bytes, a multiple of the swizzle's repeat (each slot starts the pattern)."""
 
     name = "nvgpu.smem_alloc"
 
     buf = result_def(SmemType)
     offset = opt_prop_def(IntegerAttr[I32])
+    slot_stride = opt_prop_def(IntegerAttr[I32])
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict `:` type($buf)"
@@ -59,6 +64,24 @@ class SmemAllocOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_placement(self, self.offset, SMEM_ALIGN)
+        if (self.offset is None) != (self.slot_stride is None):
+            raise VerifyException(f"'{self.name}' needs offset and slot_stride, or neither")
+        buf = smem_type(self.buf)
+        if self.slot_stride is not None and self.slot_stride.value.data != buf.slot_bytes():
+            raise VerifyException(
+                f"'{self.name}' slot_stride must be the {buf.slot_bytes()} bytes of a slot of "
+                f"{buf}, got {self.slot_stride.value.data}"
+            )
+        if buf.slot_bytes() % swizzle_repeat(buf.swizzle_bytes):
+            raise VerifyException(
+                f"'{self.name}' slots of {buf} are {buf.slot_bytes()} bytes, not a multiple of "
+                f"the {swizzle_repeat(buf.swizzle_bytes)}-byte swizzle repeat"
+            )
+
+    def placed_bytes(self) -> int:
+        """Bytes the placed buffer takes: every slot at its stride."""
+        assert self.slot_stride is not None
+        return smem_type(self.buf).slot_count * self.slot_stride.value.data
 
 
 @irdl_op_definition

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import auto
+from typing import TypeVar
 
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
@@ -33,7 +34,9 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from tawa_xdsl.dialects.nvgpu.hardware import (
-    MBARRIER_BYTES,
+    SWIZZLE_CHUNK_BYTES,
+    SWIZZLE_REPEAT_ROWS,
+    SWIZZLE_ROW_SHIFT,
     SWIZZLE_SPANS,
     TMA_BOX_INNER_BYTES,
     TMA_MAX_BOX_DIM,
@@ -47,6 +50,7 @@ from tawa_xdsl.dialects.nvgpu.layout import (
 from tawa_xdsl.dialects.tile import FLOAT_TYPES, DescType, format_shape
 
 FP8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
+T = TypeVar("T")
 THREADS_ATTR = "nvgpu.threads"  # the discardable kernel attribute giving the CTA size
 
 
@@ -135,6 +139,19 @@ class SmemType(ParametrizedAttribute, TypeAttribute):
     def slot_bytes(self) -> int:
         """Bytes of one slot: what one TMA load of a whole slot delivers (its expect_tx)."""
         return math.prod(self.slot_shape) * element_bytes(self.element_type)
+
+    def slot_rows(self) -> int:
+        """Rows of one slot: every dim but the innermost (a 1x128x64 slot has 128)."""
+        return math.prod(self.slot_shape[:-1])
+
+    def row_pitch(self) -> int:
+        """Bytes from one row of a slot to the next inside a column slab: the swizzle span,
+        or the whole row when the slot is not swizzled."""
+        return self.swizzle_bytes or self.slot_shape[-1] * element_bytes(self.element_type)
+
+    def slab_pitch(self) -> int:
+        """Bytes from one column slab of a slot to the next (rows x row pitch)."""
+        return self.slot_rows() * self.row_pitch()
 
     def slot_type(self) -> TensorType:
         """The tile a slot holds, as a tensor type."""
@@ -368,12 +385,44 @@ def verify_slot(op: IRDLOperation, slot: SSAValue, count: int, what: str) -> Non
         raise VerifyException(f"'{op.name}' {what} slot {index} is out of range 0..{count - 1}")
 
 
-def allocation_bytes(ty: Attribute) -> int:
-    """Shared-memory bytes of an `!nvgpu.smem` buffer (every slot) or `!nvgpu.mbarrier` array."""
-    if isinstance(ty, SmemType):
-        return ty.slot_count * ty.slot_bytes()
-    assert isinstance(ty, MBarrierType)
-    return MBARRIER_BYTES * ty.num_barriers
+def swizzle_address(address: T, span: int) -> T:
+    """Where TMA and wgmma put byte `address` of a `span`-byte swizzled buffer: 16-byte chunk
+    bits [4:6] XORed with address bits [7:9], masked to span/16 chunks (§3.2). Works on ints
+    and numpy arrays."""
+    if not span:
+        return address
+    phase = (address >> SWIZZLE_ROW_SHIFT) & (span // SWIZZLE_CHUNK_BYTES - 1)
+    return address ^ (phase * SWIZZLE_CHUNK_BYTES)
+
+
+def swizzle_repeat(span: int) -> int:
+    """Bytes after which a `span`-byte swizzle pattern repeats: 8 rows of 128 bytes (1024 for
+    128 B, 512 for 64 B, 256 for 32 B); a swizzled slot starts on it."""
+    return SWIZZLE_REPEAT_ROWS * span or 1
+
+
+def verify_address_plan(
+    op: IRDLOperation,
+    buf: SmemType,
+    row_pitch: IntegerAttr | None,
+    slab_pitch: IntegerAttr | None,
+    swizzle: IntegerAttr | None,
+) -> None:
+    """An address plan (written by legalize-nvgpu) has all three numbers or none, and they
+    are the buffer's: row pitch, slab pitch and the swizzle TMA and wgmma use on it."""
+    parts = (row_pitch, slab_pitch, swizzle)
+    if all(part is None for part in parts):
+        return
+    if any(part is None for part in parts):
+        raise VerifyException(f"'{op.name}' address plan needs row_pitch, slab_pitch, swizzle")
+    got = tuple(part.value.data for part in parts)  # type: ignore[union-attr]
+    expected = (buf.row_pitch(), buf.slab_pitch(), buf.swizzle_bytes)
+    if got != expected:
+        raise VerifyException(
+            f"'{op.name}' address plan (row_pitch, slab_pitch, swizzle) = {got} does not "
+            f"address {buf}: its rows are {expected[0]} bytes apart, its column slabs "
+            f"{expected[1]}, its swizzle {expected[2]} bytes"
+        )
 
 
 def verify_placement(op: IRDLOperation, offset: IntegerAttr | None, align: int) -> None:

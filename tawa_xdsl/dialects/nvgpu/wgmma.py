@@ -156,15 +156,25 @@ def _verify_wgmma(
     verify_slot(op, b_slot, b.slot_count, "B")
 
 
+def descriptor_bits(buf: SmemType, mn_major: bool) -> int:
+    """The constant descriptor bits that describe a slot of `buf` (§4.3): its swizzle, SBO and,
+    MN-major, the LBO between its 64-element column slabs."""
+    if mn_major:
+        return mn_major_descriptor_bits(buf.swizzle_bytes, buf.slab_pitch())
+    return k_major_descriptor_bits(buf.swizzle_bytes)
+
+
 def verify_descriptor_plan(
     op: IRDLOperation,
     operand: str,
     bits: IntegerAttr | None,
     steps: DenseArrayBase | None,
     instructions: int,
+    buf: SmemType,
+    mn_major: bool,
 ) -> None:
-    """A descriptor plan (written by legalize-nvgpu) has its constant bits and one step per
-    wgmma instruction, or is absent."""
+    """A descriptor plan (written by legalize-nvgpu) has its constant bits, which describe the
+    operand's slot, and one step per wgmma instruction, or is absent."""
     if (bits is None) != (steps is None):
         raise VerifyException(
             f"'{op.name}' needs both {operand}_desc_bits and {operand}_desc_steps, or neither"
@@ -173,6 +183,18 @@ def verify_descriptor_plan(
         raise VerifyException(
             f"'{op.name}' {operand}_desc_steps needs one step per wgmma instruction "
             f"({instructions}), got {len(steps.get_values())}"
+        )
+    if bits is None:
+        return
+    got = bits.value.data & (2**64 - 1)  # an i64 attribute holds the bits signed
+    expected = (
+        descriptor_bits(buf, mn_major) if buf.swizzle_bytes in DESCRIPTOR_LAYOUT_CODE else None
+    )
+    if got != expected:
+        want = "none (unswizzled)" if expected is None else f"0x{expected:016X}"
+        raise VerifyException(
+            f"'{op.name}' {operand}_desc_bits 0x{got:016X} do not describe a slot of {buf} "
+            f"(swizzle, SBO, LBO): expected {want}"
         )
 
 
@@ -196,7 +218,9 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     Descriptor plan (`legalize-nvgpu`): `x_desc_bits` are the constant bits of operand x's
     smem descriptor (everything but the start address) and `x_desc_steps` the encoded
     (16-byte) offset added to it for each instruction, block-major (A: M/64 x K/k entries;
-    B: K/k entries, the same for every block)."""
+    B: K/k entries, the same for every block). With `a_row`, `a_row_pitch` is the bytes A's
+    start address moves per row of M: a slot row (the swizzle span) when K-major, when
+    M-major 1/64 of a 64-column slab (`K * span / 64`: `a_row` is a multiple of 64)."""
 
     name = "nvgpu.wgmma_mma_async"
 
@@ -214,6 +238,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     a_desc_steps = opt_prop_def(DenseArrayBase)
     b_desc_bits = opt_prop_def(IntegerAttr[I64])
     b_desc_steps = opt_prop_def(DenseArrayBase)
+    a_row_pitch = opt_prop_def(IntegerAttr[I32])
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = (
@@ -266,8 +291,34 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         )
         verify_slot(self, self.a_slot, a.slot_count, "A")
         blocks, steps = self.instructions()
-        verify_descriptor_plan(self, "a", self.a_desc_bits, self.a_desc_steps, blocks * steps)
-        verify_descriptor_plan(self, "b", self.b_desc_bits, self.b_desc_steps, steps)
+        transpose_a, transpose_b = self.transpose_a is not None, self.transpose_b is not None
+        a_bits, a_steps = self.a_desc_bits, self.a_desc_steps
+        verify_descriptor_plan(self, "a", a_bits, a_steps, blocks * steps, a, transpose_a)
+        b_bits, b_steps, b = self.b_desc_bits, self.b_desc_steps, smem_type(self.b_buf)
+        verify_descriptor_plan(self, "b", b_bits, b_steps, steps, b, transpose_b)
+        self.verify_row_pitch(a)
+
+    def expected_row_pitch(self) -> int:
+        """Bytes per row of M from A's slot start: see the op's docstring."""
+        a = smem_type(self.a_buf)
+        if self.transpose_a is not None:
+            return a.slot_rows() * a.swizzle_bytes // WARPGROUP_ROWS
+        return a.swizzle_bytes
+
+    def verify_row_pitch(self, a: SmemType) -> None:
+        planned = self.a_desc_bits is not None and self.a_row is not None
+        if planned != (self.a_row_pitch is not None):
+            raise VerifyException(
+                f"'{self.name}' needs a_row_pitch exactly when it has an a_row and a "
+                "descriptor plan"
+            )
+        if self.a_row_pitch is not None and self.a_row_pitch.value.data != (
+            expected := self.expected_row_pitch()
+        ):
+            raise VerifyException(
+                f"'{self.name}' a_row_pitch must be {expected} bytes per row of M for a slot of "
+                f"{a}, got {self.a_row_pitch.value.data}"
+            )
 
     def instructions(self) -> tuple[int, int]:
         """(64-row blocks, k steps) of the instructions this op prints."""
@@ -329,7 +380,8 @@ class WgmmaMmaAsyncRsOp(IRDLOperation):
             self, a.element_type, m, k, self.b_buf, self.b_slot, self.acc, bool(self.transpose_b)
         )
         _, steps = self.instructions()
-        verify_descriptor_plan(self, "b", self.b_desc_bits, self.b_desc_steps, steps)
+        b_bits, b_steps, b = self.b_desc_bits, self.b_desc_steps, smem_type(self.b_buf)
+        verify_descriptor_plan(self, "b", b_bits, b_steps, steps, b, self.transpose_b is not None)
 
     def instructions(self) -> tuple[int, int]:
         """(64-row blocks, k steps) of the instructions this op prints."""

@@ -1,6 +1,8 @@
-// legalize-nvgpu writes the plans emit-ptx prints: wgmma descriptor bits and steps, TMA
-// boxes per 128-byte column slab, the corner bounds of a mask's uniform skip, and the
-// store plans of fragment stores (per store: first value, offset from the origin, clipping).
+// legalize-nvgpu writes the plans emit-ptx prints: smem placement and slot strides, wgmma
+// descriptor bits and steps (and the row term of a slice of A), TMA boxes per 128-byte column
+// slab, the corner bounds of a mask's uniform skip, the store plans of fragment stores (per
+// store: first value, offset from the origin, clipping) and the address plans of ld/st.shared
+// (row pitch, slab pitch, swizzle).
 // RUN: tawa-opt %s -p legalize-nvgpu --split-input-file | filecheck %s
 // RUN: tawa-opt %s -p legalize-nvgpu,legalize-nvgpu --split-input-file | filecheck %s
 
@@ -73,12 +75,12 @@ func.func @mask_corners(%s: !nvgpu.fragment<wgmma_acc, 128x64xf32>, %seq: i32, %
 // CHECK-LABEL: func.func @smem_placement
 func.func @smem_placement() {
   // Buffers first, each 1024-aligned: 3 x 8 KiB, then 2 KiB (64x16xf16), then the barriers,
-  // 8 bytes each.
-  // CHECK: nvgpu.smem_alloc {offset = 0 : i32} : !nvgpu.smem<3x64x64xf16, swizzle 128>
+  // 8 bytes each. A buffer's slots are its slot bytes apart.
+  // CHECK: nvgpu.smem_alloc {offset = 0 : i32, slot_stride = 8192 : i32} : !nvgpu.smem<3x64x64xf16, swizzle 128>
   %a = nvgpu.smem_alloc : !nvgpu.smem<3x64x64xf16, swizzle 128>
   // CHECK-NEXT: nvgpu.mbarrier_alloc {offset = 26624 : i32} : !nvgpu.mbarrier<3>
   %full = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
-  // CHECK-NEXT: nvgpu.smem_alloc {offset = 24576 : i32} : !nvgpu.smem<1x64x16xf16, swizzle 0>
+  // CHECK-NEXT: nvgpu.smem_alloc {offset = 24576 : i32, slot_stride = 2048 : i32} : !nvgpu.smem<1x64x16xf16, swizzle 0>
   %bias = nvgpu.smem_alloc : !nvgpu.smem<1x64x16xf16>
   // CHECK-NEXT: nvgpu.mbarrier_alloc {offset = 26648 : i32} : !nvgpu.mbarrier<3>
   %empty = nvgpu.mbarrier_alloc : !nvgpu.mbarrier<3>
@@ -106,8 +108,38 @@ func.func @store_plan(%acc: !nvgpu.fragment<wgmma_acc, 128x16xf32>, %lse: !nvgpu
 // CHECK-LABEL: func.func @staging_store_plan
 func.func @staging_store_plan(%acc: !nvgpu.fragment<wgmma_acc, 64x32xf16>, %buf: !nvgpu.smem<1x64x32xf16, swizzle 64>) {
   %c0 = arith.constant 0 : i32
-  // st.shared pairs as the layout places them: value 4 g + 2 h at (8 h, 8 g).
-  // CHECK: nvgpu.fragment_store {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>}
+  // st.shared pairs as the layout places them: value 4 g + 2 h at (8 h, 8 g); 64-byte rows
+  // swizzled by 64 bytes, one 4096-byte slab.
+  // CHECK: nvgpu.fragment_store {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>, row_pitch = 64 : i32, slab_pitch = 4096 : i32, swizzle = 64 : i32}
   nvgpu.fragment_store %acc, %buf[%c0] : !nvgpu.fragment<wgmma_acc, 64x32xf16>, !nvgpu.smem<1x64x32xf16, swizzle 64>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @load_address_plans
+func.func @load_address_plans(%wide: !nvgpu.smem<2x64x128xf16, swizzle 128>, %plain: !nvgpu.smem<1x64x8xf32>) {
+  %c0 = arith.constant 0 : i32
+  // 256-byte rows of a 128-byte swizzle: rows 128 bytes apart in two 8192-byte slabs.
+  // CHECK: nvgpu.fragment_load {{.*}} {row_pitch = 128 : i32, slab_pitch = 8192 : i32, swizzle = 128 : i32}
+  %t = nvgpu.fragment_load %wide[%c0] : !nvgpu.smem<2x64x128xf16, swizzle 128> -> !nvgpu.fragment<wgmma_acc, 64x128xf16>
+  // Unswizzled: each row is one 32-byte slab row.
+  // CHECK: nvgpu.fragment_load {{.*}} {row_pitch = 32 : i32, slab_pitch = 2048 : i32, swizzle = 0 : i32}
+  %u = nvgpu.fragment_load %plain[%c0] : !nvgpu.smem<1x64x8xf32> -> !nvgpu.fragment<wgmma_acc, 64x8xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @a_row_pitch
+func.func @a_row_pitch(%a: !nvgpu.smem<1x128x64xf16, swizzle 128>, %at: !nvgpu.smem<1x128x128xf16, swizzle 128>, %b: !nvgpu.smem<1x64x64xf16, swizzle 128>, %bk: !nvgpu.smem<1x64x128xf16, swizzle 128>, %acc: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %row: i32) {
+  %c0 = arith.constant 0 : i32
+  // A K-major slice of A starts `row` slot rows of 128 bytes in.
+  // CHECK: nvgpu.wgmma_mma_async {{.*}} a_row_pitch = 128 : i32
+  %r = nvgpu.wgmma_mma_async %a[%c0, %row], %b[%c0], %acc : !nvgpu.smem<1x128x64xf16, swizzle 128>, !nvgpu.smem<1x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  // M-major (128 K rows x 128 M columns): row 64 of M starts the second column slab, 128 x
+  // 128 bytes on, so one row of M is 256 bytes.
+  // CHECK: nvgpu.wgmma_mma_async {{.*}} a_row_pitch = 256 : i32
+  %s = nvgpu.wgmma_mma_async %at[%c0, %row] transpose_a, %bk[%c0], %acc : !nvgpu.smem<1x128x128xf16, swizzle 128>, !nvgpu.smem<1x64x128xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
   func.return
 }
