@@ -1143,7 +1143,8 @@ def _column_stage(ev: Evaluator, op: nvgpu.FragmentColumnStageOp, operands: list
     guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
     target = begin_write(op, smem, int(uniform(op, slot, mask)), guard)
     warps = np.broadcast_to((threads // 32)[:, None], cols.shape)
-    target.data[warps[writers], cols[writers]] = values[writers]
+    addresses = target.start + 4 * (warps * op.value.type.get_shape()[0] + cols)
+    smem.memory.write(op, addresses[writers], values[writers].astype(np.float32))
     target.written = True
     return ()
 
@@ -1151,11 +1152,16 @@ def _column_stage(ev: Evaluator, op: nvgpu.FragmentColumnStageOp, operands: list
 def _column_combine(ev: Evaluator, op: nvgpu.FragmentColumnCombineOp, operands: list[Any]):
     """Every thread combines rows 0..3 (the warps) of its columns, in warp order."""
     smem, slot = operands
-    data = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).data
+    start = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).start
     (cols,) = coords_of(op.result.type)
-    result = data[0][cols]
-    for warp in range(1, data.shape[0]):
-        result = COLUMN_COMBINE[op.kind.data](result, data[warp][cols])
+    width = op.result.type.get_shape()[0]
+
+    def row(warp: int) -> np.ndarray:  # row `warp` of the partials, one f32 per column
+        return smem.memory.read(op, start + 4 * (warp * width + cols), np.dtype(np.float32))
+
+    result = row(0)
+    for warp in range(1, smem.type.slot_shape[0]):
+        result = COLUMN_COMBINE[op.kind.data](result, row(warp))
     return (result.astype(np.float32),)
 
 

@@ -73,7 +73,7 @@ def _column_addresses(p: KernelPrinter, buf: SSAValue, slot: SSAValue, ty: Fragm
     smem = buf.type
     assert isinstance(smem, SmemType)
     row0, col0 = p.lane_origin(ty)
-    base = p.addr_reg(p.slot_addr(buf, slot, smem.slot_bytes()))
+    base = p.addr_reg(p.slot_addr(buf, slot))
     warp, first_row = p.b.new("b32"), p.b.new("pred")
     p.b.binary("shr.u32", warp, row0, 4)
     lane_row = p.b.new("b32")
