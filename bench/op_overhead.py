@@ -4,9 +4,10 @@
 
 For each op and shape: the op's time per call and the raw kernel's (the same program with the
 config the op's autotuner picked, launched through its prepared cuLaunchKernelEx on the same
-tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls (median of
-`--rounds` rounds), as a model's forward issues them; `overhead` is op / raw - 1 (the issue's
-target is <= 3%). Rows go to RESULTS_DIR/op_overhead.json.
+tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls, as a model's
+forward issues them, in `--rounds` rounds that alternate which of op and raw runs first;
+`overhead` is the median over rounds of op / raw - 1 (the issue's target is <= 3%). Rows go
+to RESULTS_DIR/op_overhead.json.
 
 * matmul: f16 4096^3 plain, and with a bias vector and gelu (fused in the epilogue);
 * scaled_mm: fp8 e4m3 4096^3, per-row x per-column scales (both vectors read by the kernel's
@@ -33,20 +34,34 @@ import tawa_xdsl.ops as ops
 from tawa_xdsl.kernels.gemm import epilogue_arguments
 
 
-def ms_per_call(run: Callable[[], object], calls: int, rounds: int) -> float:
-    """Median over `rounds` of the GPU milliseconds per call of `calls` back-to-back calls."""
-    run()
+def ms_per_round(run: Callable[[], object], calls: int) -> float:
+    """The GPU milliseconds per call of `calls` back-to-back calls of `run`."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def paired_ms(
+    op: Callable[[], object], raw: Callable[[], object], calls: int, rounds: int
+) -> tuple[float, float, float]:
+    """(op ms, raw ms, median of the per-round op / raw) over `rounds` rounds that alternate
+    which of the two runs first, so clock and thermal drift fall on both alike."""
+    op(), raw()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return statistics.median(times)
+    op_times, raw_times, ratios = [], [], []
+    for i in range(rounds):
+        if i % 2:
+            raw_ms, op_ms = ms_per_round(raw, calls), ms_per_round(op, calls)
+        else:
+            op_ms, raw_ms = ms_per_round(op, calls), ms_per_round(raw, calls)
+        op_times.append(op_ms)
+        raw_times.append(raw_ms)
+        ratios.append(op_ms / raw_ms)
+    return statistics.median(op_times), statistics.median(raw_times), statistics.median(ratios)
 
 
 def prepared(program: tuple, grid: tuple[int, ...], args: list) -> Callable[[], None]:
@@ -121,7 +136,7 @@ def main() -> int:
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("--quick", action="store_true", help="small shapes: a test of the script")
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     size, seq = (1024, 512) if args.quick else (4096, 4096)
     cases = [
@@ -135,9 +150,8 @@ def main() -> int:
     rows = []
     for case in cases:
         op, raw, row = case()
-        row["op_ms"] = ms_per_call(op, args.calls, args.rounds)
-        row["raw_ms"] = ms_per_call(raw, args.calls, args.rounds)
-        row["overhead"] = row["op_ms"] / row["raw_ms"] - 1
+        row["op_ms"], row["raw_ms"], ratio = paired_ms(op, raw, args.calls, args.rounds)
+        row["overhead"] = ratio - 1
         rows.append(row)
         print(f"{row['op']:10s} {str(row['shape']):22s} {row.get('epilogue', ''):30s} "
               f"op {row['op_ms']:.4f} ms  raw {row['raw_ms']:.4f} ms  "
