@@ -47,14 +47,21 @@ def gemm_case(**changes: object) -> Case:
 @pytest.mark.parametrize("kind", ["gemm", "rows", "attention"])
 def test_bounded_deterministic_profile(kind: str, tmp_path: Path) -> None:
     """A derandomized Hypothesis run per program kind: every case passes every CPU level."""
-    from hypothesis import given, settings
+    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     from tawa_xdsl.fuzz.strategies import cases
 
     ran: list[str] = []
 
-    @settings(max_examples=6, deadline=None, derandomize=True, database=None)
+    # drawing warp-specializes (the depth must fit shared memory): slow on a loaded machine
+    @settings(
+        max_examples=6,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(case=cases(kind=kind), data=st.data())
     def prop(case: Case, data: st.DataObject) -> None:
         ran.extend(check_case(case).ran)

@@ -133,14 +133,21 @@ def test_fitting_stages_follow_the_backend_refusal() -> None:
 
 
 def test_gpu_strategy_draws_only_fitting_depths() -> None:
-    from hypothesis import given, settings
+    from hypothesis import HealthCheck, given, settings
 
     from tawa_xdsl.fuzz.check import Case
     from tawa_xdsl.fuzz.strategies import cases, fitting_stages
 
     drawn: list[int] = []
 
-    @settings(max_examples=8, deadline=None, derandomize=True, database=None)
+    # drawing measures shared memory (a compile per program): slow on a loaded machine
+    @settings(
+        max_examples=8,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(case=cases(gpu=True, kind="attention"))
     def prop(case: Case) -> None:
         o = case.options
