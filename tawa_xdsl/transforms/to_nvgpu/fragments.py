@@ -176,8 +176,8 @@ def convert(op: tile.ConvertOp) -> None:
         if not all(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses):
             raise fail(op, "feeds a dot's A operand and something else")
         result = FragmentType(FragmentLayout.WGMMA_OPERAND_A, ty.get_shape(), ty.element_type)
-    elif isinstance(source := op.operands[0].type, FragmentType):  # the layout is kept
-        result = FragmentType(source.kind, ty.get_shape(), ty.element_type)
+    elif isinstance(source := op.operands[0].type, FragmentType):  # layout and shape kept
+        result = FragmentType(source.kind, source.get_shape(), ty.element_type)
     else:
         result = fragment_of(ty)
     Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], result))
