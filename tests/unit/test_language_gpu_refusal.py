@@ -19,7 +19,7 @@ from tawa_xdsl.jit import GpuRefusalWarning
 @tawa_xdsl.jit
 def column_max(x_desc, y_desc):
     x = x_desc.load([0, 0])
-    y_desc.store([0, 0], x - tl.max(x, axis=0)[None, :])  # the GPU refuses: axis 0
+    y_desc.store([0, 0], x - tl.max(x, axis=0)[None, :])  # refused over 2 consumers
 
 
 @tawa_xdsl.jit
@@ -37,14 +37,13 @@ def descriptors() -> tuple[np.ndarray, np.ndarray, list[TensorDescriptor]]:
 def test_a_kernel_the_gpu_refuses_runs_with_the_refusal_as_a_warning():
     x, y, args = descriptors()
     with pytest.warns(GpuRefusalWarning) as record:
-        column_max[(1,)](*args, interpret=True)
+        column_max[(1,)](*args, interpret=True, num_consumer_groups=2)
     np.testing.assert_array_equal(y, x - x.max(axis=0, keepdims=True))
     (warning,) = [w for w in record if issubclass(w.category, GpuRefusalWarning)]
     line = column_max.fn.__code__.co_firstlineno + 3
     assert re.match(
-        rf".*test_language_gpu_refusal\.py:{line}:\d+: error: lower-to-nvgpu: 'tile.reduce' "
-        r"must reduce a 2-D tile along its columns \(axis 1\).*\(the GPU backend refuses this "
-        r"kernel\)$",
+        rf".*test_language_gpu_refusal\.py:{line}:\d+: error: cooperative-consumers: cannot "
+        r"split rows: a reduction runs along the rows.*\(the GPU backend refuses this kernel\)$",
         str(warning.message),
     ), str(warning.message)
     assert "\n" not in str(warning.message)

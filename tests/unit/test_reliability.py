@@ -187,11 +187,11 @@ ROWS = [
         r".*gemm\.mlir:5:1: error: lower-aref: no aref ops to lower: run tawa-warp-specialize"),
     Row("opt-lower-to-nvgpu-on-tile-ir", "tawa-opt", lambda t: [GEMM, "-p", "lower-to-nvgpu"], 1,
         P("lower-to-nvgpu: @gemm needs exactly one aref.warp_specialize")),
-    Row("opt-column-max", "tawa-opt",
+    Row("opt-column-max-two-consumers", "tawa-opt",
         lambda t: [write(t, "colmax.mlir", column_max_ir()), "-p",
-                   "tawa-warp-specialize{consumers=1},lower-aref,lower-to-nvgpu"], 1,
-        r".*colmax\.mlir:\d+:\d+: error: lower-to-nvgpu: 'tile.reduce' must reduce a 2-D tile "
-        r"along its columns \(axis 1\)"),
+                   "tawa-warp-specialize{consumers=2},lower-aref,lower-to-nvgpu"], 1,
+        r".*colmax\.mlir:\d+:\d+: error: cooperative-consumers: cannot split rows: a "
+        r"reduction runs along the rows"),
     # tawa-opt: shared memory, refused before lowering and before any PTX is written
     Row("opt-ring-1000-deep", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{stages=1000},lower-aref,lower-to-nvgpu",
@@ -468,15 +468,16 @@ def test_api_recursion() -> None:
     )
 
 
-def test_api_column_max_names_the_line() -> None:
+def test_api_column_max_over_two_consumers_names_the_line() -> None:
+    """A reduction along axis 0 runs on one consumer warpgroup; two cannot split its rows."""
     from xdsl.utils.exceptions import DiagnosticException
 
-    compiled = column_max.compile(desc((64, 64)), desc((64, 64)), num_consumer_groups=1)
+    compiled = column_max.compile(desc((64, 64)), desc((64, 64)), num_consumer_groups=2)
     with pytest.raises(DiagnosticException) as info:
         compiled.ir["nvgpu"]
     assert re.match(
-        rf"{re.escape(THIS_FILE)}:{line_of('column-max')}:\d+: error: lower-to-nvgpu: "
-        r"'tile.reduce' must reduce a 2-D tile along its columns \(axis 1\)",
+        rf"{re.escape(THIS_FILE)}:{line_of('column-max')}:\d+: error: cooperative-consumers: "
+        r"cannot split rows: a reduction runs along the rows",
         one_line(info.value),
     ), str(info.value)
 
