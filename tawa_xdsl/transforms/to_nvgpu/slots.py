@@ -67,7 +67,15 @@ def squeezes(op: tile.ReshapeOp) -> bool:
     """Whether a reshape only adds or drops leading unit dims (a view stays a view)."""
     source, result = op.source.type, op.result.type
     assert isinstance(source, TensorType | FragmentType) and isinstance(result, TensorType)
-    return squeeze_leading(source.get_shape()) == squeeze_leading(result.get_shape())
+    return _without_leading_units(source.get_shape()) == _without_leading_units(result.get_shape())
+
+
+def _without_leading_units(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` without its leading unit dims (a `1 x n` vector slot is `n` elements)."""
+    kept = list(shape)
+    while len(kept) > 1 and kept[0] == 1:
+        kept.pop(0)
+    return tuple(kept)
 
 
 def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:
