@@ -9,7 +9,6 @@ row vector (`fragment_load_rows`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -68,15 +67,15 @@ def squeezes(op: tile.ReshapeOp) -> bool:
     """Whether a reshape only adds or drops leading unit dims (a view stays a view)."""
     source, result = op.source.type, op.result.type
     assert isinstance(source, TensorType | FragmentType) and isinstance(result, TensorType)
-    return _without_unit_lead(source.get_shape()) == _without_unit_lead(result.get_shape())
+    return _without_leading_units(source.get_shape()) == _without_leading_units(result.get_shape())
 
 
-def _without_unit_lead(shape: Sequence[int]) -> tuple[int, ...]:
-    """`shape` without any leading unit dims, keeping one ([1, 128] -> [128])."""
-    dims = tuple(shape)
-    while len(dims) > 1 and dims[0] == 1:
-        dims = dims[1:]
-    return dims
+def _without_leading_units(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` without its leading unit dims (a `1 x n` vector slot is `n` elements)."""
+    kept = list(shape)
+    while len(kept) > 1 and kept[0] == 1:
+        kept.pop(0)
+    return tuple(kept)
 
 
 def registers(op: Operation, value: SSAValue, view: SmemView) -> Operation:
