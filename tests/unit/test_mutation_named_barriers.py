@@ -39,8 +39,13 @@ KERNELS = {
     "pingpong_causal": CompileOptions(
         stages=2, mma_depth=1, consumers=2, pingpong=True, persistent=True, verify=False
     ),
+    # the rotated loop: the second consumer hands the turn back under `iv + step < ub`
+    "rotated_pingpong": CompileOptions(
+        stages=2, mma_depth=1, consumers=2, pingpong=True, rotate=True, verify=False
+    ),
 }
-TURNS = ["pingpong", "pingpong_causal"]
+TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong"]
+HAND_OFF = ["rotated_pingpong"]
 STAGING = ["tma_pgemm", "tma_gemm"]
 PLAN: dict[str, list[str]] = {
     "turn_arrive_dropped": TURNS,
@@ -55,6 +60,12 @@ PLAN: dict[str, list[str]] = {
     "store_wait_at_exit_dropped": STAGING,
     "store_wait_pending_one": ["tma_pgemm"],
     "staging_barrier_renumbered": STAGING,
+    "hand_off_guard_dropped": HAND_OFF,
+    "turn_after_lookahead": HAND_OFF,
+    "hand_off_arrive_dropped": HAND_OFF,
+    "hand_off_bound_changed": HAND_OFF,
+    "hand_off_guard_by_warpgroup": HAND_OFF,
+    "hand_off_guard_not_first": HAND_OFF,
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
