@@ -182,6 +182,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 persistent=options.persistent,
                 epilogue=options.epilogue,
                 rotate=options.rotate,
+                pingpong=options.pingpong,
             ),
         ),
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),

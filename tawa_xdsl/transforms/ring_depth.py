@@ -10,11 +10,20 @@ With `stages` unset the depth is fitted to shared memory: the deepest D up to
 stores (`smem_budget.staging_needs`), fit one sm_90 block. A depth that does not fit (given,
 or 1) is refused here in one line, before any proof or lowering runs.
 
+Ping-pong (two consumer warpgroups taking MMA turns, lower-to-nvgpu's `pingpong`) needs
+two slots: with one, the second consumer waits for the next K/V use before it hands the
+turn back, and the producer can put that use only after the first consumer -- waiting
+for the turn -- releases the current one (the named-barrier proof finds the cycle from
+three uses). So with `pingpong` a given `stages=1` is refused, and the fitted depth is at
+least 2.
+
 Options:
   stages: int | None = 2   ring depth D of looped rings (at least 1; None: fitted).
   epilogue: str = "global" the epilogue lower-to-nvgpu will use (its staging is counted).
+  pingpong: bool = False   the consumers will take ping-pong turns (D >= 2).
 
-Refused: stages < 1; rings that need more shared memory than a block may use.
+Refused: stages < 1; stages = 1 with pingpong; rings that need more shared memory than a
+block may use.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from tawa_xdsl.transforms.ws_utils import error, find_kernel, in_loop
 
 PASS = "ring-depth"
 DEFAULT_MAX_STAGES = 4  # deeper rings gained nothing measurable on the H200 GEMMs
+PINGPONG_MIN_STAGES = 2  # one slot closes a cycle of turns and ring waits (module docstring)
 
 
 def set_ring_depth(kernel: func.FuncOp, stages: int) -> None:
@@ -57,15 +67,16 @@ def set_ring_depth(kernel: func.FuncOp, stages: int) -> None:
             new.name_hint = hint
 
 
-def fit_ring_depth(kernel: func.FuncOp, epilogue: str = "global") -> int:
-    """Set, and return, the deepest ring depth up to `DEFAULT_MAX_STAGES` that fits shared
-    memory beside the epilogue's staging buffers (1 when none fits: refused afterwards)."""
+def fit_ring_depth(kernel: func.FuncOp, epilogue: str = "global", least: int = 1) -> int:
+    """Set, and return, the deepest ring depth from `least` up to `DEFAULT_MAX_STAGES` that
+    fits shared memory beside the epilogue's staging buffers (`least` when none fits:
+    refused afterwards)."""
     staging = staging_needs(kernel) if epilogue == "tma" else []
-    for stages in range(DEFAULT_MAX_STAGES, 0, -1):
+    for stages in range(DEFAULT_MAX_STAGES, least - 1, -1):
         set_ring_depth(kernel, stages)
         if shared_memory_need(ring_needs(kernel) + staging) <= SM90_MAX_SMEM_BYTES:
             return stages
-    return 1
+    return least
 
 
 @dataclass(frozen=True)
@@ -75,17 +86,28 @@ class RingDepthPass(ModulePass):
     Options:
       stages: int | None = 2     slots of each looped ring (None: fitted to shared memory).
       epilogue: str = "global"   lower-to-nvgpu's epilogue (`tma` stages stores in smem).
+      pingpong: bool = False     lower-to-nvgpu's ping-pong turns (at least two slots).
     """
 
     name = "ring-depth"
 
     stages: int | None = 2
     epilogue: str = "global"
+    pingpong: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, PASS)
+        least = PINGPONG_MIN_STAGES if self.pingpong else 1
         if self.stages is None:
-            fit_ring_depth(kernel, self.epilogue)
+            fit_ring_depth(kernel, self.epilogue, least)
+        elif 1 <= self.stages < least:
+            raise error(
+                kernel,
+                PASS,
+                f"stages={self.stages} with pingpong: one-slot rings deadlock the ping-pong "
+                f"turns (a consumer waits for the next use before handing the turn back); "
+                f"use stages >= {least}",
+            )
         else:
             set_ring_depth(kernel, self.stages)
         # the depth is known: refuse before any proof or lowering

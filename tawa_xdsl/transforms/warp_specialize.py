@@ -62,6 +62,7 @@ class WarpSpecializePass(ModulePass):
                                  P V(j), FA3's two-stage pipeline).
       epilogue: str = "global"   lower-to-nvgpu's epilogue (its staging buffers count
                                  against the shared memory the rings may take).
+      pingpong: bool = False     lower-to-nvgpu's ping-pong turns (ring-depth: D >= 2).
     """
 
     name = "tawa-warp-specialize"
@@ -73,13 +74,14 @@ class WarpSpecializePass(ModulePass):
     attention: bool = True
     epilogue: str = "global"
     rotate: bool = False
+    pingpong: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
         passes += [
             PartitionPass(),
             InsertArefPass(),
-            RingDepthPass(stages=self.stages, epilogue=self.epilogue),
+            RingDepthPass(stages=self.stages, epilogue=self.epilogue, pingpong=self.pingpong),
             DistributePass(),
             CooperativeConsumersPass(consumers=self.consumers),
         ]

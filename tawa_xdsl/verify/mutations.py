@@ -962,6 +962,88 @@ def staging_barrier_renumbered(m: ModuleOp) -> None:
         _renumber(op, free)
 
 
+def _hand_off_guard(m: ModuleOp) -> scf.IfOp:
+    """The `scf.if (iv + step < ub)` around the rotated ping-pong's in-loop hand-off."""
+    for op in _looped(_named(m, nvgpu.NamedBarrierArriveOp)):
+        guard = op.parent_op()
+        cmp = guard.cond.owner if isinstance(guard, scf.IfOp) else None
+        if isinstance(cmp, arith.CmpiOp) and isinstance(cmp.lhs.owner, arith.AddiOp):
+            return guard  # type: ignore[return-value]
+    raise NotApplicable("no hand-off under a not-last-iteration guard")
+
+
+def _reguard(guard: scf.IfOp, ops: list[Operation], cond: SSAValue) -> None:
+    """Put `ops` before `guard` and make `cond` its condition."""
+    for op in ops:
+        Rewriter.insert_op(op, InsertPoint.before(guard))
+    guard.operands = [cond]
+
+
+def hand_off_guard_dropped(m: ModuleOp) -> None:
+    """The second consumer hands the turn back in the last iteration too (one arrival left)."""
+    guard = _hand_off_guard(m)
+    arrive = next(o for o in guard.walk() if isinstance(o, nvgpu.NamedBarrierArriveOp))
+    arrive.detach()
+    Rewriter.insert_op(arrive, InsertPoint.before(guard))
+    Rewriter.erase_op(guard)
+
+
+def turn_after_lookahead(m: ModuleOp) -> None:
+    """Safe: the turn is taken after the lookahead's QK^T(j+1), around P V(j) only (the
+    guarded hand-off unchanged)."""
+    guard = _hand_off_guard(m)
+    loop = _enclosing(guard, scf.ForOp)
+    assert isinstance(loop, scf.ForOp)
+    sync = _enclosing(_looped(_named(m, nvgpu.NamedBarrierSyncOp))[0], scf.IfOp)
+    ahead = next(
+        (o for o in loop.body.block.ops if isinstance(o, scf.IfOp) and o.cond == guard.cond),
+        None,
+    )
+    if sync is None or ahead is None or not _precedes(sync, ahead):
+        raise NotApplicable("no turn before a guarded lookahead")
+    sync.detach()
+    Rewriter.insert_op(sync, InsertPoint.after(ahead))
+
+
+def hand_off_arrive_dropped(m: ModuleOp) -> None:
+    """The arrive under the not-last-iteration guard is gone (the first consumer starves)."""
+    guard = _hand_off_guard(m)
+    arrive = next(o for o in guard.walk() if isinstance(o, nvgpu.NamedBarrierArriveOp))
+    Rewriter.erase_op(arrive)
+
+
+def hand_off_bound_changed(m: ModuleOp) -> None:
+    """The second consumer's guard compares with `ub - step`: it skips two hand-offs."""
+    guard = _hand_off_guard(m)
+    cmp = guard.cond.owner
+    step = cmp.lhs.owner.rhs  # type: ignore[union-attr]
+    bound = arith.SubiOp(cmp.rhs, step)  # type: ignore[union-attr]
+    less = arith.CmpiOp(cmp.lhs, bound.result, "slt")  # type: ignore[union-attr]
+    _reguard(guard, [bound, less], less.result)
+
+
+def hand_off_guard_by_warpgroup(m: ModuleOp) -> None:
+    """The guard reads `iv + wg * step < ub` (the warpgroup index scales the lookahead)."""
+    guard = _hand_off_guard(m)
+    cmp = guard.cond.owner
+    iv, step = cmp.lhs.owner.operands  # type: ignore[union-attr]
+    wg = next(o.result for o in m.walk() if isinstance(o, nvgpu.WarpgroupIndexOp))
+    scaled = arith.MuliOp(wg, step)
+    ahead = arith.AddiOp(iv, scaled.result)
+    less = arith.CmpiOp(ahead.result, cmp.rhs, "slt")  # type: ignore[union-attr]
+    _reguard(guard, [scaled, ahead, less], less.result)
+
+
+def hand_off_guard_not_first(m: ModuleOp) -> None:
+    """The hand-off runs in every iteration but the first (`iv != lb`) instead of every one
+    but the last: as often, in the wrong iterations (the turns deadlock from two blocks)."""
+    guard = _hand_off_guard(m)
+    loop = _enclosing(guard, scf.ForOp)
+    assert isinstance(loop, scf.ForOp)
+    other = arith.CmpiOp(loop.body.block.args[0], loop.lb, "ne")
+    _reguard(guard, [other], other.result)
+
+
 NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -995,5 +1077,18 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation("store_wait_at_exit_dropped", "tma_store_wait", store_wait_at_exit_dropped),
         Mutation("store_wait_pending_one", "tma_store_wait", store_wait_pending_one),
         Mutation("staging_barrier_renumbered", "safe", staging_barrier_renumbered, broken=False),
+        Mutation(
+            "hand_off_guard_dropped",
+            "named barriers",
+            hand_off_guard_dropped,
+            unseen="the extra hand-off is the last arrival on its barrier: it is left pending "
+            "when the block exits, which neither the interpreter nor the GPU reports (a "
+            "persistent kernel's next tile would start with its turns shifted)",
+        ),  # fmt: skip
+        Mutation("turn_after_lookahead", "safe", turn_after_lookahead, broken=False),
+        Mutation("hand_off_arrive_dropped", "named barriers", hand_off_arrive_dropped),
+        Mutation("hand_off_bound_changed", "named barriers", hand_off_bound_changed),
+        Mutation("hand_off_guard_by_warpgroup", "named barriers", hand_off_guard_by_warpgroup),
+        Mutation("hand_off_guard_not_first", "named barriers", hand_off_guard_not_first),
     ]
 }

@@ -9,8 +9,10 @@ per warpgroup, and proves:
 * counts: every named barrier id is used by whole warpgroups of one group (no op under a
   thread guard), its thread count is 128 x the warpgroups taking part, and each of them
   arrives on it equally often for every trip count of every loop (the counts are exact
-  polynomials in the trips, `[N > 0]` for the guards `lb < ub` and `iv != lb`, compared
-  coefficient by coefficient);
+  polynomials in the trips, `[N > 0]` for the guards `lb < ub`, `iv != lb` (every
+  iteration but the first: N - [N > 0]) and `iv + step < ub` (every iteration but the
+  last, the rotated loop's hand-off: N - [N > 0] too), compared coefficient by
+  coefficient; `iv + step` is assumed not to wrap, as the loop's own increment);
 * turns: the warpgroups' named-barrier programs, run together with the hardware's counting
   semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
   phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
@@ -88,7 +90,8 @@ class Loop:
 
 @dataclass
 class Guarded:
-    """Events under `lb < ub` of a loop (`nonempty`) or `iv != lb` in it (`notfirst`)."""
+    """Events under `lb < ub` of a loop (`nonempty`), or in it under `iv != lb`
+    (`notfirst`) or `iv + step < ub` (`notlast`)."""
 
     kind: str
     loop: scf.ForOp
@@ -151,7 +154,8 @@ def _roots(op: Operation) -> set[SSAValue]:
 
 
 def _loop_guard(op: scf.IfOp, loops: list[scf.ForOp]) -> Guarded | None:
-    """`lb < ub` of a loop in the same block, or `iv != lb` of an enclosing loop."""
+    """`lb < ub` of a loop in the same block, or `iv != lb` or `iv + step < ub` of an
+    enclosing loop."""
     cond = op.cond.owner
     if not isinstance(cond, arith.CmpiOp):
         return None
@@ -160,11 +164,21 @@ def _loop_guard(op: scf.IfOp, loops: list[scf.ForOp]) -> Guarded | None:
         for other in block.ops:
             if isinstance(other, scf.ForOp) and (other.lb, other.ub) == (cond.lhs, cond.rhs):
                 return Guarded("nonempty", other, [])
+        for loop in loops:
+            if _is_next(cond.lhs, loop) and cond.rhs == loop.ub:
+                return Guarded("notlast", loop, [])
     if cond.predicate.value.data == 1:  # ne
         for loop in loops:
             if (cond.lhs, cond.rhs) == (loop.body.block.args[0], loop.lb):
                 return Guarded("notfirst", loop, [])
     return None
+
+
+def _is_next(value: SSAValue, loop: scf.ForOp) -> bool:
+    """Whether `value` is `iv + step` of `loop` (the next iteration's induction value)."""
+    add = value.owner
+    iv = loop.body.block.args[0]
+    return isinstance(add, arith.AddiOp) and set(add.operands) == {iv, loop.step}
 
 
 class _Walker:
@@ -285,16 +299,17 @@ def _count(items: list, ident: int) -> Poly:
                 total[frozenset()] += 1
         elif isinstance(item, Loop):
             trips = _var("N", item.op)
-            rest = [x for x in item.items if not _not_first(x, item.op)]
-            later = [x for x in item.items if _not_first(x, item.op)]
+            rest = [x for x in item.items if not _all_but_one(x, item.op)]
+            later = [x for x in item.items if _all_but_one(x, item.op)]
             total.update(_times(_count(rest, ident), trips))
             once = _count([x for guard in later for x in guard.items], ident)
-            total.update(_times(once, trips))  # every iteration but the first: N - [N > 0]
+            total.update(_times(once, trips))  # every iteration but one: N - [N > 0]
             total.subtract(_times(once, _var("P", item.op)))
         elif item.kind == "nonempty":
             total.update(_times(_count(item.items, ident), _var("P", item.loop)))
         elif _count(item.items, ident):
-            raise fail(item.loop, "an `iv != lb` guard nested under another guard (not modelled)")
+            guard = PER_ITERATION[item.kind]
+            raise fail(item.loop, f"an `{guard}` guard nested under another guard (not modelled)")
     return Counter({m: c for m, c in total.items() if c})
 
 
@@ -302,8 +317,12 @@ def _var(kind: str, loop: Operation) -> Poly:
     return Counter({frozenset({(kind, id(loop))}): 1})
 
 
-def _not_first(item, loop: Operation) -> bool:
-    return isinstance(item, Guarded) and item.kind == "notfirst" and item.loop is loop
+def _all_but_one(item, loop: Operation) -> bool:
+    """Whether `item` runs in every iteration of `loop` but the first or the last."""
+    return isinstance(item, Guarded) and item.kind in PER_ITERATION and item.loop is loop
+
+
+PER_ITERATION = {"notfirst": "iv != lb", "notlast": "iv + step < ub"}
 
 
 def check_counts(progs: list[Program]) -> None:
@@ -367,9 +386,14 @@ def _flatten(items: list, trip: dict[int, int], iteration: dict[int, int]) -> li
         elif item.kind == "nonempty":
             if trip[id(item.loop)] > 0:
                 out += _flatten(item.items, trip, iteration)
-        elif iteration.get(id(item.loop), 0) != 0:
+        elif _runs(item.kind, iteration[id(item.loop)], trip[id(item.loop)]):
             out += _flatten(item.items, trip, iteration)
     return out
+
+
+def _runs(kind: str, iteration: int, trips: int) -> bool:
+    """Whether a `notfirst` / `notlast` guard holds in `iteration` of `trips`."""
+    return iteration != 0 if kind == "notfirst" else iteration != trips - 1
 
 
 def _loops(items: list) -> list[int]:
@@ -532,37 +556,55 @@ def _named_instances(
     out: list[Instance] = []
     end = max((order[id(o)] for o in inner.walk()), default=-1) if inner else -1
 
-    def visit(items: list, cond: str, looped: bool) -> None:
+    def visit(items: list, conds: tuple[Guarded, ...], looped: bool) -> None:
         for item in items:
             if isinstance(item, Event):
                 if item.kind in ("sync", "arrive"):
-                    place(item, cond, looped)
+                    place(item, conds, looped)
             elif isinstance(item, Loop):
                 if item.op is inner:
-                    visit(item.items, "always", True)
+                    visit(item.items, conds, True)
                 elif inner is not None and item.op.is_ancestor(inner):
-                    visit(item.items, cond, looped)  # the tile loop
+                    visit(item.items, conds, looped)  # the tile loop
                 else:
                     raise fail(
                         item.op, "named barrier in a loop other than the rings' (not modelled)"
                     )
             else:
-                visit(item.items, item.kind, looped)
+                if inner is None or not item.loop.is_ancestor(inner):
+                    raise fail(
+                        item.loop, "named barrier guarded by a loop other than the rings' "
+                        "(not modelled)",
+                    )  # fmt: skip
+                visit(item.items, (*conds, item), looped)
 
-    def place(ev: Event, cond: str, looped: bool) -> None:
+    def holds(conds: tuple[Guarded, ...], t: int, k: int) -> bool:
+        """Whether every guard holds in tile `t`, iteration `k` of the rings' loop."""
+        for guard in conds:
+            if guard.kind == "nonempty":
+                ok = trips > 0 if guard.loop is inner else tiles > 0
+            elif guard.loop is inner:
+                ok = _runs(guard.kind, k, trips)
+            else:  # the tile loop
+                ok = _runs(guard.kind, t, tiles)
+            if not ok:
+                return False
+        return True
+
+    def place(ev: Event, conds: tuple[Guarded, ...], looped: bool) -> None:
         pos = order[id(ev.op)]
         for t in range(tiles):
             if looped:
                 for k in range(trips):
-                    if cond != "notfirst" or k > 0:
+                    if holds(conds, t, k):
                         out.append(Instance((t, 1, k, pos), ev.kind, ident=ev.ident, op=ev.op))
-            elif cond != "nonempty" or trips > 0:
+            elif holds(conds, t, 0):
                 phase = 0 if inner is None or pos < order[id(inner)] else 2
                 if inner is not None and order[id(inner)] < pos <= end:
                     raise fail(ev.op, "named barrier in the rings' loop under another op")
                 out.append(Instance((t, phase, 0, pos), ev.kind, ident=ev.ident, op=ev.op))
 
-    visit(prog.items, "always", False)
+    visit(prog.items, (), False)
     return out
 
 

@@ -23,6 +23,7 @@ from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.kernels import attention
+from tawa_xdsl.tools import tawa_verify
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 
@@ -99,3 +100,19 @@ def test_the_proof_accepts_the_rotated_schedule(causal: bool, pingpong: bool) ->
     options = dataclasses.replace(OPTIONS, verify=True, rotate=True, pingpong=pingpong)
     kernel = compile_to_ptx(attention.tile_module(128, "bf16", causal), options)
     assert kernel.ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+
+
+def test_tawa_verify_proves_the_rotated_pingpong_at_the_nvgpu_level(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rotated loop hands the turn back under `iv + step < ub` (every iteration but the
+    last): `tawa-verify` on the printed nvgpu IR proves the rings and the named barriers."""
+    options = dataclasses.replace(OPTIONS, rotate=True, pingpong=True)
+    ir: dict[str, str] = {}
+    lower_to_nvgpu_level(attention.tile_module(HEAD_DIM, "f16"), options, ir)
+    path = tmp_path / "attention.nvgpu.mlir"
+    path.write_text(ir["nvgpu"])
+    assert tawa_verify.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "proved: named barriers: 2 named barrier(s)" in out, out
+    assert not [line for line in out.splitlines() if not line.startswith("proved:")], out

@@ -25,7 +25,11 @@ from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.scheduler import PriorityPolicy
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.kernels.gemm import gemm_tile_ir
+from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
+from tawa_xdsl.transforms.lower_aref import LowerArefPass
+from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
 from tawa_xdsl.transforms.persistent import persistent_launch
+from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError
 from tawa_xdsl.verify.mutations import NAMED_BARRIER_MUTATIONS
@@ -39,8 +43,13 @@ KERNELS = {
     "pingpong_causal": CompileOptions(
         stages=2, mma_depth=1, consumers=2, pingpong=True, persistent=True, verify=False
     ),
+    # the rotated loop: the second consumer hands the turn back under `iv + step < ub`
+    "rotated_pingpong": CompileOptions(
+        stages=2, mma_depth=1, consumers=2, pingpong=True, rotate=True, verify=False
+    ),
 }
-TURNS = ["pingpong", "pingpong_causal"]
+TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong"]
+HAND_OFF = ["rotated_pingpong"]
 STAGING = ["tma_pgemm", "tma_gemm"]
 PLAN: dict[str, list[str]] = {
     "turn_arrive_dropped": TURNS,
@@ -55,6 +64,12 @@ PLAN: dict[str, list[str]] = {
     "store_wait_at_exit_dropped": STAGING,
     "store_wait_pending_one": ["tma_pgemm"],
     "staging_barrier_renumbered": STAGING,
+    "hand_off_guard_dropped": HAND_OFF,
+    "turn_after_lookahead": HAND_OFF,
+    "hand_off_arrive_dropped": HAND_OFF,
+    "hand_off_bound_changed": HAND_OFF,
+    "hand_off_guard_by_warpgroup": HAND_OFF,
+    "hand_off_guard_not_first": HAND_OFF,
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
@@ -172,9 +187,18 @@ def test_turns_with_a_one_slot_ring_deadlock() -> None:
     """With one slot per ring the ping-pong turns close a cycle with the rings: the second
     consumer waits for the next K/V use before it hands the turn back, and the producer
     can put that use only after the first consumer, waiting for its turn, releases the
-    current one. The proof finds it (three uses); the interpreter deadlocks at seq = 192."""
-    options = CompileOptions(stages=1, mma_depth=1, consumers=2, pingpong=True, verify=False)
-    module = lower_to_nvgpu_level(attention.tile_module(64, block_n=64, block_m=128), options)
+    current one. The proof finds it (three uses); the interpreter deadlocks at seq = 192.
+    (ring-depth refuses `stages=1` with ping-pong, so the kernel is built by lowering
+    one-slot rings with ping-pong turns behind its back.)"""
+    module = attention.tile_module(64, block_n=64, block_m=128)
+    ctx = make_context()
+    for step in [
+        WarpSpecializePass(stages=1, mma_depth=1, consumers=2),
+        LowerArefPass(),
+        LowerToNvgpuPass(pingpong=True),
+        LegalizeNvgpuPass(),
+    ]:
+        step.apply(ctx, module)
     proof = _proof(module)
     assert proof.startswith("counterexample") and "with the rings" in proof, proof
     assert "deadlock" in proof, proof

@@ -31,6 +31,7 @@ from tawa_xdsl.tools import tawa, tawa_opt, tawa_run, tawa_verify
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = str(ROOT / "examples" / "gemm.mlir")
+ATTENTION = str(ROOT / "examples" / "attention.mlir")
 REGRESSIONS = ROOT / "tests" / "regressions"
 AREF_REPRO = str(REGRESSIONS / "repro-aref-e37511652c.json")
 GPU_REPRO = str(REGRESSIONS / "gpu" / "repro-gpu-08be846894.json")
@@ -180,6 +181,10 @@ ROWS = [
         lambda t: [GEMM, "-p", "tawa-warp-specialize{consumers=3}"], 1,
         r".*gemm\.mlir:5:1: error: cooperative-consumers: consumers must be 1 or 2 warpgroups, "
         r"got 3"),
+    Row("opt-pingpong-one-slot", "tawa-opt",
+        lambda t: [ATTENTION, "-p", "tawa-warp-specialize{stages=1 consumers=2 pingpong=true}"],
+        1, r".*attention\.mlir:\d+:\d+: error: ring-depth: stages=1 with pingpong: one-slot "
+        r"rings deadlock the ping-pong turns .*; use stages >= 2"),
     Row("opt-mma-depth-zero", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{mma-depth=0}"], 1,
         r".*gemm\.mlir:5:1: error: mma-lag: mma-depth must be at least 1, got 0"),
@@ -388,6 +393,33 @@ def test_python_api_refuses_big_tiles_before_the_proof(monkeypatch: pytest.Monke
                           BM=128, BN=128, BK=64, num_stages=1000)  # fmt: skip
     with pytest.raises(TawaError, match="needs 32785024 bytes of shared memory for ring a_b_ring"):
         deep.ir["aref"]
+
+
+def test_pingpong_never_gets_one_slot_rings() -> None:
+    """Ping-pong turns deadlock with one-slot rings (test_mutation_named_barriers): a given
+    `stages=1` is refused in one line naming the options; a fitted depth is at least 2, so a
+    kernel whose rings fit one slot only is refused for shared memory instead."""
+    from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level
+    from tawa_xdsl.diagnostics import TawaError
+    from tawa_xdsl.kernels import attention
+
+    small = attention.tile_module(64)
+    given = CompileOptions(stages=1, consumers=2, pingpong=True, verify=False)
+    with pytest.raises(TawaError) as info:
+        lower_to_nvgpu_level(small, given)
+    assert re.fullmatch(r".*attention\.py:\d+:\d+: error: ring-depth: stages=1 with pingpong: "
+                        r"[^\n]*; use stages >= 2", str(info.value)), info.value  # fmt: skip
+    wide = attention.tile_module(256, block_n=128, block_m=128)  # K and V: 64 KiB a slot each
+    for pingpong, depth in ((False, 1), (True, None)):
+        options = CompileOptions(consumers=2, pingpong=pingpong, verify=False)
+        ir: dict[str, str] = {}
+        if depth is None:
+            with pytest.raises(TawaError, match=r"2 slots of tensor<1x128x256xf16>") as info:
+                lower_to_nvgpu_level(wide, options, ir)
+            assert "\n" not in str(info.value)
+        else:
+            lower_to_nvgpu_level(wide, options, ir)
+            assert set(re.findall(r"!aref\.ring<.*?, (\d+)>", ir["aref"])) == {str(depth)}
 
 
 def test_the_early_count_equals_the_backend_plan() -> None:
