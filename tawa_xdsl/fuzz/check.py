@@ -15,7 +15,7 @@ Levels, in order (`LEVELS`):
 * `verify`: the barrier-protocol proof of the mbarrier-level IR
   (`tawa_xdsl.verify.check.check_module`: every ring proved for every trip count, cached by
   protocol); skipped, and counted in the summary, for protocols the verifier cannot model
-  and for options with verify=False (programs drawn with `unverified`).
+  and for options with verify=False (reproducers may carry it).
 * `aref`: the aref interpreter under the case's aref schedule must store exactly (bit for
   bit, -0.0 included) what the tile interpreter stored.
 * `mbarrier`: the same for the mbarrier interpreter (TMA landing times scheduled too).
@@ -50,14 +50,14 @@ LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu", "gpu")
 CPU_LEVELS = ("tile", "compile", "verify", "aref", "mbarrier", "nvgpu")
 
 Schedule = str | int | list[int]
-UNVERIFIED_REASON = "options verify=False (two K loops over one ring: no sequence proof yet)"
+UNVERIFIED_REASON = "options verify=False (the case was written without the proof)"
 
 
 @dataclass(frozen=True)
 class Options:
     """Warp-specialization options: ring depth D, MMA depth P, consumer warpgroups,
-    persistent tiles, attention software pipelining; `verify=False` for programs outside
-    the barrier-protocol proof (no proof level; the GPU compile skips the proof)."""
+    persistent tiles, attention software pipelining; `verify=False` (kept for reproducers
+    written before the sequence proof) skips the proof level and the GPU compile's proof."""
 
     stages: int = 3
     mma_depth: int = 2

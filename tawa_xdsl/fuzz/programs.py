@@ -85,10 +85,6 @@ VALUE_CLASSES = ("normal", "small", "large", "special")
 ROW_OPS = ("copy", "softmax", "layernorm", "rmsnorm")
 F32_UNIT = 2.0**-24  # unit roundoff of f32
 F32_MIN_NORMAL = 2.0**-126  # below it the SFU's .ftz results are zero
-# Whether the barrier-protocol proof covers sequences of loops over one ring (two K loops):
-# not until the verifier's sequence proof is merged; until then such programs are drawn only
-# with `tawa fuzz --unverified` and compiled with verify=False (`strategies.provable`).
-TWO_LOOP_VERIFIED = False
 
 
 def cdiv(a: int, b: int) -> int:

@@ -23,7 +23,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import FlakyFailure
 
 from tawa_xdsl.fuzz.check import Case, FuzzFailure, Outcome, check_case
-from tawa_xdsl.fuzz.programs import TWO_LOOP_VERIFIED, AttentionProgram, GemmProgram
+from tawa_xdsl.fuzz.programs import AttentionProgram, GemmProgram
 from tawa_xdsl.fuzz.repro import write_reproducer
 from tawa_xdsl.fuzz.strategies import cases
 
@@ -43,7 +43,6 @@ class Summary:
 
     mode: str = "cpu"
     seed: int = 0
-    unverified: bool = False  # programs outside the barrier-protocol proof drawn too
     cases: int = 0
     rounds: int = 0
     seconds: float = 0.0
@@ -102,11 +101,6 @@ class Summary:
         ]
         for name, values in self.option_values().items():
             lines.append(f"    {name}: {', '.join(values)}")
-        if not self.unverified and not TWO_LOOP_VERIFIED:
-            lines.append(
-                "  not drawn: two K loops in sequence (outside the barrier-protocol proof "
-                "until the sequence proof is merged; --unverified draws them, verify=False)"
-            )
         for reason, count in sorted(self.skipped.items()):
             lines.append(f"  skipped {reason} ({count} cases)")
         if not self.failures:
@@ -128,7 +122,6 @@ def run_round(
     max_examples: int = 25,
     deadline: float | None = None,
     derandomize: bool = False,
-    unverified: bool = False,
     kind: str | None = None,
 ) -> FuzzFailure | None:
     """One Hypothesis run (of programs of `kind` only, when given); returns (and records,
@@ -144,7 +137,7 @@ def run_round(
         suppress_health_check=list(HealthCheck),
         phases=[Phase.generate, Phase.target, Phase.shrink],
     )
-    @given(case=cases(gpu=gpu, kind=kind, unverified=unverified))
+    @given(case=cases(gpu=gpu, kind=kind))
     def prop(case: Case) -> None:
         if deadline is not None and time.monotonic() > deadline:
             return  # out of time: let the round finish quickly
@@ -187,21 +180,19 @@ def fuzz(
     gpu: bool = False,
     max_examples: int = 200,
     progress: Callable[[Summary], None] | None = None,
-    unverified: bool = False,
     kind: str | None = None,
 ) -> Summary:
     """Run rounds until `minutes` have passed (at least one round); `progress` is called
-    after each round (a long run leaves a trace even if it is killed); `unverified` also
-    draws the programs the barrier-protocol proof does not cover yet (`Options.verify`);
+    after each round (a long run leaves a trace even if it is killed);
     `kind` ("gemm", "rows", "attention") draws programs of that kind only."""
     start = time.monotonic()
     deadline = start + minutes * 60
-    summary = Summary(mode="gpu" if gpu else "cpu", seed=seed, unverified=unverified)
+    summary = Summary(mode="gpu" if gpu else "cpu", seed=seed)
     round_index = 0
     while round_index == 0 or time.monotonic() < deadline:
         run_round(
             summary, seed * 1_000_003 + round_index, Path(out), gpu, max_examples, deadline,
-            unverified=unverified, kind=kind,
+            kind=kind,
         )  # fmt: skip
         round_index += 1
         summary.seconds = time.monotonic() - start

@@ -9,10 +9,10 @@ What they draw, all within what the compiler supports:
 * GEMM-like programs (`gemm_programs`): f16/bf16/fp8 e4m3 inputs, f16/bf16/f32/e4m3
   output, tiles BLOCK_M in {64, 128} (64: one consumer), BLOCK_N in {64, 128}, BLOCK_K in
   {32, 64} (128 for fp8), 1-D or 2-D grids, B stored N x K or K x N (16-bit inputs), split-K
-  partials (2 or 3 splits, f32 out, a 3-D grid), two K loops in sequence (only with
-  `unverified`), and an epilogue chain of up to four ops (scale, bias scalar, per-row and
-  per-column bias and scale vectors in f32/f16/bf16, relu, exp2, leaky where, f16/bf16
-  round trips, minus the row max / min / mean);
+  partials (2 or 3 splits, f32 out, a 3-D grid), two K loops in sequence into one
+  accumulator (the use counter continuing), and an epilogue chain of up to four ops (scale,
+  bias scalar, per-row and per-column bias and scale vectors in f32/f16/bf16, relu, exp2,
+  leaky where, f16/bf16 round trips, minus the row max / min / mean);
 * no-dot programs (`row_programs`): tile copies, row softmax, layernorm and RMSnorm forward,
   f16/bf16/f32 in and out, weights in f32/f16/bf16;
 * attention-like programs (`attention_programs`): head dim 64/128, key block 64/128, causal
@@ -43,7 +43,6 @@ from tawa_xdsl.fuzz.programs import (
     DTYPES,
     EPILOGUE_KINDS,
     ROW_OPS,
-    TWO_LOOP_VERIFIED,
     VALUE_CLASSES,
     VECTOR_KINDS,
     AttentionProgram,
@@ -73,10 +72,9 @@ def epilogue_chain(kinds: list[str]) -> tuple[EpilogueOp, ...]:
 
 
 @st.composite
-def gemm_programs(draw: st.DrawFn, gpu: bool = False, unverified: bool = False) -> GemmProgram:
-    """A GEMM with a random tile shape, operand major, K split and epilogue chain (the same
-    for the GPU, whose backend lowers every epilogue op); two K loops in sequence only with
-    `unverified` (or once `TWO_LOOP_VERIFIED`): see `Options.verify`."""
+def gemm_programs(draw: st.DrawFn, gpu: bool = False) -> GemmProgram:
+    """A GEMM with a random tile shape, operand major, K split, one or two K loops and
+    epilogue chain (the same for the GPU, whose backend lowers every epilogue op)."""
     dtype = draw(st.sampled_from(["f16", "bf16", "e4m3"]), label="dtype")
     fp8 = dtype == "e4m3"
     kinds = draw(st.lists(st.sampled_from(EPILOGUE_KINDS), max_size=4), label="epilogue")
@@ -88,7 +86,6 @@ def gemm_programs(draw: st.DrawFn, gpu: bool = False, unverified: bool = False) 
         for op in epilogue_chain(kinds)
     )
     split_k = draw(st.sampled_from([1, 1, 2, 3]), label="split-K")
-    two_loops = unverified or TWO_LOOP_VERIFIED
     outputs = ["f16", "bf16", "f32", "e4m3"]
     return GemmProgram(
         dtype=dtype,
@@ -100,7 +97,7 @@ def gemm_programs(draw: st.DrawFn, gpu: bool = False, unverified: bool = False) 
         epilogue=ops,
         b_major="k" if fp8 else draw(st.sampled_from(["k", "n"]), label="B major"),
         split_k=split_k,
-        loops=draw(st.sampled_from([1, 2])) if two_loops else 1,
+        loops=draw(st.sampled_from([1, 2])),
     )
 
 
@@ -128,12 +125,10 @@ def attention_programs() -> st.SearchStrategy[AttentionProgram]:
     )
 
 
-def programs(
-    gpu: bool = False, kind: str | None = None, unverified: bool = False
-) -> st.SearchStrategy[Program]:
+def programs(gpu: bool = False, kind: str | None = None) -> st.SearchStrategy[Program]:
     """Programs of every kind, or of one (`KINDS`)."""
     families: dict[str, st.SearchStrategy[Any]] = {
-        "gemm": gemm_programs(gpu, unverified),
+        "gemm": gemm_programs(gpu),
         "rows": row_programs(),
         "attention": attention_programs(),
     }
@@ -175,12 +170,6 @@ def shapes(draw: st.DrawFn, program: Program, gpu: bool = False) -> dict[str, in
     return {"heads": draw(st.integers(1, 2)), "seq": seq}
 
 
-def provable(program: Program) -> bool:
-    """Whether the barrier-protocol proof covers `program` (`Options.verify`): not yet for
-    two K loops in sequence over one ring (`programs.TWO_LOOP_VERIFIED`)."""
-    return not (isinstance(program, GemmProgram) and program.loops > 1 and not TWO_LOOP_VERIFIED)
-
-
 MAX_STAGES = 6
 
 
@@ -205,7 +194,6 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
         persistent=persistent,
         attention=True if gpu else draw(st.booleans()),
         sms=draw(st.integers(1, 3)),
-        verify=provable(program),
     )
     return drawn if gpu else accepted_depth(program, drawn)
 
@@ -279,13 +267,9 @@ def scalars(draw: st.DrawFn, program: Program) -> tuple[float, ...]:
 
 
 @st.composite
-def cases(
-    draw: st.DrawFn, gpu: bool = False, kind: str | None = None, unverified: bool = False
-) -> Case:
-    """A whole case; `kind` ("gemm" / "rows" / "attention") restricts the program kind;
-    `unverified` also draws programs the barrier-protocol proof does not cover yet (their
-    options say verify=False)."""
-    program = draw(programs(gpu, kind, unverified), label="program")
+def cases(draw: st.DrawFn, gpu: bool = False, kind: str | None = None) -> Case:
+    """A whole case; `kind` ("gemm" / "rows" / "attention") restricts the program kind."""
+    program = draw(programs(gpu, kind), label="program")
     levels = ("tile", "gpu") if gpu else CPU_LEVELS
     return Case(
         program=program,

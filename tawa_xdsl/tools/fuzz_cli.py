@@ -1,13 +1,12 @@
 """`tawa fuzz` and `tawa repro`: property-based fuzzing of whole programs, and its replays.
 
-    tawa fuzz --minutes 5 [--seed S] [--out DIR] [--gpu] [--examples N] [--unverified]
+    tawa fuzz --minutes 5 [--seed S] [--out DIR] [--gpu] [--examples N]
               [--kind gemm|rows|attention]
     tawa repro fuzz-out/repro-aref-0123456789.json [--level aref]
 
 `fuzz` runs `tawa_xdsl.fuzz.runner.fuzz` for the budget and prints its summary (programs
 tried, options covered, failures with their reproducer paths); exit status 1 when something
-failed. `--unverified` also draws programs outside the barrier-protocol proof (two K loops in
-sequence), compiled with verify=False; `--kind` draws programs of one kind only. `--gpu`
+failed. `--kind` draws programs of one kind only. `--gpu`
 needs an sm_90 GPU and says so in one line when there is none. `repro` replays a reproducer
 file and reports whether the failure is still there (exit 1) or the case passes now (exit
 0); `--level` names levels to run instead of the recorded ones (each with the levels it
@@ -49,7 +48,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
             return 2
     summary = fuzz(
         args.minutes, args.seed, args.out, gpu=args.gpu, max_examples=args.examples,
-        progress=print_progress, unverified=args.unverified, kind=args.kind,
+        progress=print_progress, kind=args.kind,
     )  # fmt: skip
     print(summary.render())
     return 1 if summary.failures else 0
@@ -115,12 +114,6 @@ def add_fuzz(subparsers: Any) -> None:
     parser.add_argument("--gpu", action="store_true", help="compile to PTX and run on the GPU")
     parser.add_argument(
         "--examples", type=int, default=200, help="cases per Hypothesis round (200)"
-    )
-    parser.add_argument(
-        "--unverified",
-        action="store_true",
-        help="also draw programs the barrier-protocol proof does not cover yet (two K loops "
-        "in sequence), compiled with verify=False",
     )
     parser.add_argument(
         "--kind",

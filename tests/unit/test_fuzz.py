@@ -199,15 +199,12 @@ def test_tawa_fuzz_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "tawa fuzz: round 1: " in captured.err, captured.err
 
 
-def test_tawa_fuzz_cli_one_kind_unverified(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`--kind rows` draws no-dot programs only; `--unverified` drops the summary's note that
-    two-loop programs were not drawn."""
+def test_tawa_fuzz_cli_one_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--kind rows` draws no-dot programs only."""
     args = ["fuzz", "--minutes", "0.01", "--seed", "2", "--out", str(tmp_path), "--examples"]
-    assert tawa_main([*args, "2", "--kind", "rows", "--unverified"]) == 0
+    assert tawa_main([*args, "2", "--kind", "rows"]) == 0
     out = capsys.readouterr().out
-    assert "kinds:        rows " in out and "not drawn" not in out, out
+    assert "kinds:        rows " in out and "gemm" not in out.split("kinds:")[1].split("\n")[0]
 
 
 def test_tawa_fuzz_gpu_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
-from tawa_xdsl.fuzz.check import UNVERIFIED_REASON, Case, FuzzFailure, check_case, gpu_kernel
+from tawa_xdsl.fuzz.check import CPU_LEVELS, Case, FuzzFailure, check_case, gpu_kernel
 from tawa_xdsl.fuzz.families import (
     B_N_MAJOR,
     BLOCK_M_64,
@@ -42,11 +42,7 @@ needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found o
 @pytest.mark.parametrize("name", FAMILIES)
 def test_family_runs_on_every_cpu_level(name: str) -> None:
     outcome = check_case(FAMILIES[name])
-    assert {"tile", "compile", "aref", "mbarrier", "nvgpu"} <= set(outcome.ran), outcome
-    if name == "two-loops":  # outside the proof until the sequence proof is merged
-        assert outcome.skipped == {"verify": UNVERIFIED_REASON}
-    else:
-        assert "verify" in outcome.ran, outcome
+    assert set(CPU_LEVELS) <= set(outcome.ran), outcome
 
 
 @needs_ptxas
@@ -139,27 +135,23 @@ def test_inf_minus_inf_leaves_the_element_unbounded() -> None:
 # ------------------------------------------------------------------ the strategies
 
 
-def drawn_two_loops(unverified: bool) -> list[bool]:
-    """For 40 derandomized GEMM programs: whether each has two K loops (checking that
-    exactly those compile without the proof)."""
+def test_two_loop_programs_are_drawn_and_proved() -> None:
+    """The GEMM strategy draws two K loops in sequence as well as one, and every program's
+    options keep the barrier-protocol proof on (the sequence proof covers them)."""
     from hypothesis import given, settings
 
-    from tawa_xdsl.fuzz.strategies import gemm_programs, provable
+    from tawa_xdsl.fuzz.strategies import cases
 
-    seen: list[bool] = []
+    loops: set[int] = set()
 
     @settings(max_examples=40, deadline=None, derandomize=True, database=None)
-    @given(program=gemm_programs(unverified=unverified))
-    def prop(program: GemmProgram) -> None:
-        assert provable(program) == (program.loops == 1)
-        seen.append(program.loops == 2)
+    @given(case=cases(kind="gemm"))
+    def prop(case) -> None:
+        assert case.options.verify
+        loops.add(case.program.loops)
 
     prop()
-    return seen
-
-
-def test_two_loop_programs_are_drawn_only_unverified() -> None:
-    assert not any(drawn_two_loops(False)) and any(drawn_two_loops(True))
+    assert loops == {1, 2}
 
 
 # ----------------------------------------------------------------- shrink and replay
