@@ -77,7 +77,7 @@ def test_run_round_summary(tmp_path: Path) -> None:
     assert summary.cases >= 4 and set(summary.kinds) == {"rows"}
     text = summary.render()
     assert "programs tried" in text and "options covered" in text and "failures: none" in text
-    assert "features:" in text and "not drawn: two K loops" in text
+    assert "features:" in text and "not drawn" not in text
 
 
 def test_good_cases_pass() -> None:
