@@ -20,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(
             f"tawa-xdsl tests: {sys.executable} lacks {', '.join(missing)}; install with "
             "`python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'`, "
-            "then run `.venv/bin/pytest`",
+            "then run `.venv/bin/pytest -n auto`",
             returncode=4,
         )
 
