@@ -75,6 +75,19 @@ def _in_body(value: SSAValue, body: Block) -> Operation | None:
     return ancestor_in(owner, body) if isinstance(owner, Operation) else None
 
 
+def _ring_traffic(body: Block, counters: set[SSAValue]) -> list[Operation]:
+    """The ops of `body` that release or step the ring counters `counters`: a stage's gets'
+    consumed and counter increments."""
+    return [
+        op
+        for op in body.ops
+        if isinstance(op, aref.ConsumedOp)
+        and op.index in counters
+        or isinstance(op, arith.AddiOp)
+        and op.lhs in counters
+    ]
+
+
 def _feeds_later_dot(dot: tile.DotOp, body: Block) -> bool:
     """Whether the result of `dot` reaches another dot of `body` within the iteration."""
     frontier: list[SSAValue] = [dot.result]
@@ -128,11 +141,7 @@ def _stage0(loop: scf.ForOp, dot: tile.DotOp) -> list[Operation] | None:
             if top is not None:
                 frontier.append(top)
     # The ring traffic of the stage: its gets' consumed and counter steps.
-    for op in body.ops:
-        if isinstance(op, aref.ConsumedOp) and op.index in counters:
-            stage.add(op)
-        if isinstance(op, arith.AddiOp) and op.lhs in counters:
-            stage.add(op)
+    stage.update(_ring_traffic(body, counters))
     for op in stage:
         for result in op.results:
             for use in result.uses:
@@ -239,11 +248,7 @@ def _last_stage(loop: scf.ForOp, dot: tile.DotOp) -> list[Operation] | None:
             return None
         stage.add(owner)
         frontier.extend(owner.operands if not isinstance(owner, aref.GetOp) else [])
-    for op in body.ops:
-        if isinstance(op, aref.ConsumedOp) and op.index in counters:
-            stage.add(op)
-        if isinstance(op, arith.AddiOp) and op.lhs in counters:
-            stage.add(op)
+    stage.update(_ring_traffic(body, counters))
     for op in stage:
         for result in op.results:
             for use in result.uses:
