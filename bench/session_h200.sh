@@ -5,6 +5,8 @@
 #                                      kernels, launch options, regressions, fuzz epilogues)
 #   bench/session_h200.sh bench OUT   launch and op overhead against the peers, the torch
 #                                      block example, then a GPU fuzz run of FUZZ_MINUTES
+#                                      (none with FUZZ_MINUTES=0: bench/fuzz_h200.sh runs one
+#                                      that outlives the call)
 set -uo pipefail
 what="${1:?usage: bench/session_h200.sh tests|bench OUT_DIR}"
 out="${2:?usage: bench/session_h200.sh tests|bench OUT_DIR}"
@@ -21,6 +23,7 @@ else
     step launch_overhead 90 python3 bench/launch_overhead.py --out "$out/launch_overhead.json"
     step op_overhead 150 python3 bench/op_overhead.py "$out"
     step torch_block 150 python3 examples/torch_block.py
+    [ "${FUZZ_MINUTES:-3}" = 0 ] && exit 0
     step fuzz_gpu $(( ${FUZZ_MINUTES:-3} * 60 + 60 )) python3 -m tawa_xdsl.tools.tawa fuzz --gpu \
         --minutes "${FUZZ_MINUTES:-3}" --out "$out/fuzz"
 fi
