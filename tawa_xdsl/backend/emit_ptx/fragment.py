@@ -411,12 +411,11 @@ def _store_rows(
     `offsets[-1] + origin row + store_cols[k]`; the four lanes of a quad hold the same
     rows, the first stores."""
     b, eb = p.b, nvgpu.element_bytes(ty.element_type)
-    if eb != 4:
-        raise fail(op, f"of a {ty.element_type} row vector is not supported (store f32)")
     b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
     dim0, dim1, stride, ptr = _plane(p, op, eb)
     row, col = p.lane_origin(ty)
     regs = p.frag(op.value)
+    halves: dict[int, tuple] = {}
     for drow in sorted({drow for _, drow, _ in plan}):
         plane_row = p.operand(op.offsets[-2])
         if drow:
@@ -449,7 +448,30 @@ def _store_rows(
             b.binary("add.s32", lin, lin, dcol)
             b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
             b.binary("add.s64", addr, addr, ptr)
-            b.st_global("f32", addr, [regs[value]], pred=str(ok))
+            ptx_ty, element = _row_element(p, ty, regs, value, halves)
+            b.st_global(ptx_ty, addr, [element], pred=str(ok))
+
+
+def _row_element(
+    p: KernelPrinter, ty: FragmentType, regs: list[Reg], value: int, halves: dict[int, tuple]
+) -> tuple[str, Reg]:
+    """(PTX type, register) of one row-vector value to store: an f32 register, a 16-bit
+    half (each packed register unpacked once into `halves`) or an fp8 byte (its register
+    shifted down; st.b8 stores a register's low byte)."""
+    eb = nvgpu.element_bytes(ty.element_type)
+    if eb == 4:
+        return "f32", regs[value]
+    per = 4 // eb
+    k = value // per
+    if eb == 1:
+        byte = p.b.new("b32")
+        p.b.emit(f"shr.b32 {byte}, {regs[k]}, {8 * (value % per)}")
+        return "b8", byte
+    if k not in halves:
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {regs[k]}")
+        halves[k] = (lo, hi)
+    return "b16", halves[k][value % 2]
 
 
 def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:
