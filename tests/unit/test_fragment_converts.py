@@ -5,12 +5,13 @@ e4m3, e5m2), both ways, on each fragment kind the lowering makes from a tile: a 
 (`x.to(SOURCE).to(RESULT)` of an f32 tile, of its row maxima or of its column sums), compiled
 with default launch options to PTX that ptxas assembles without a warning, and run in the
 nvgpu interpreter against numpy: the source rounded once to SOURCE, then once to the result
-type (fp8 saturating)."""
+type (fp8 saturating). The GPU half is tests/gpu/test_fragment_converts_gpu.py."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -24,7 +25,7 @@ from tawa_xdsl.descriptor import TensorDescriptor
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.runtime.dispatch import host_descriptor
 
-pytestmark = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found on PATH")
 
 ROWS, COLS = 64, 64
 TYPES = {
@@ -87,28 +88,52 @@ def inputs(rng: np.random.Generator) -> np.ndarray:
     return x
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize(("source", "result"), PAIRS, ids=[f"{a}-{b}" for a, b in PAIRS])
-def test_every_float_conversion_assembles_and_matches_numpy(
-    kind: str, source: str, result: str
-) -> None:
+@dataclass
+class Conversion:
+    """One pair's kernel launch: the kernel, its arguments and constexprs, the output array
+    it writes and that output's numpy answer."""
+
+    kernel: Any
+    args: list[TensorDescriptor]
+    constants: dict[str, Any]
+    out: np.ndarray
+    expected: np.ndarray
+
+    def check(self) -> None:
+        np.testing.assert_array_equal(self.out.astype(np.float32), self.expected.astype(np.float32))
+
+
+def conversion(kind: str, source: str, result: str) -> Conversion:
     kernel, reduce, shape = KINDS[kind]
     x = inputs(np.random.default_rng(0))
     stored = TYPES[result][1]
     if kind == "columns" and stored.itemsize == 1:
         stored = np.dtype(np.float32)  # fp8 column vectors are not stored (widened exactly)
-    y = np.zeros(shape, stored)
+    y = np.full(shape, np.nan, stored)  # an element the kernel does not write shows
     args = [
         TensorDescriptor.from_tensor(x, [ROWS, COLS]),
         TensorDescriptor.from_tensor(y, list(shape)),
     ]
-    blocks = {"SOURCE": TYPES[source][0], "BLOCK_M": ROWS, "BLOCK_N": COLS}
+    constants = {"SOURCE": TYPES[source][0], "BLOCK_M": ROWS, "BLOCK_N": COLS}
     if kind != "tile":
-        blocks["RESULT"] = TYPES[result][0]
-    compiled = kernel.compile(*args, **blocks)
+        constants["RESULT"] = TYPES[result][0]
+    expected = rounded(rounded(reduce(x), TYPES[source][1]), TYPES[result][1])
+    return Conversion(kernel, args, constants, y, expected)
+
+
+CONVERSIONS = [(kind, a, b) for kind in KINDS for a, b in PAIRS]
+IDS = [f"{kind}-{a}-{b}" for kind, a, b in CONVERSIONS]
+
+
+@needs_ptxas
+@pytest.mark.parametrize(("kind", "source", "result"), CONVERSIONS, ids=IDS)
+def test_every_float_conversion_assembles_and_matches_numpy(
+    kind: str, source: str, result: str
+) -> None:
+    run = conversion(kind, source, result)
+    compiled = run.kernel.compile(*run.args, **run.constants)
     assembled = assemble(compiled.gpu_kernel().ptx)
     assert assembled.ok and "warning" not in assembled.log.lower(), assembled.log
     nvgpu = lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False))
-    run_nvgpu_kernel(nvgpu, (1,), [host_descriptor(a) for a in args])
-    expected = rounded(rounded(reduce(x), TYPES[source][1]), TYPES[result][1])
-    np.testing.assert_array_equal(y.astype(np.float32), expected.astype(np.float32))
+    run_nvgpu_kernel(nvgpu, (1,), [host_descriptor(a) for a in run.args])
+    run.check()
