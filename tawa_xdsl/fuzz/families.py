@@ -43,6 +43,9 @@ REDUCTIONS = GemmProgram(
     epilogue=(EpilogueOp("sub_row_max"), EpilogueOp("sub_row_mean"), EpilogueOp("sub_row_min")),
 )
 B_N_MAJOR = GemmProgram("f16", "f16", 64, 64, 64, b_major="n")
+F16_TO_BF16 = GemmProgram(
+    "f16", "bf16", 64, 64, 64, epilogue=(EpilogueOp("round_f16_bf16"), EpilogueOp("leaky"))
+)
 FP8 = GemmProgram(
     "e4m3", "e4m3", 128, 64, 128, epilogue=(vector("row_scale", "f32"), vector("col_scale", "f32"))
 )
@@ -78,6 +81,7 @@ FAMILIES: dict[str, Case] = {
     "vectors": case(VECTORS, GEMM_SHAPE, options=Options(2, 1, 2, persistent=True)),
     "reductions": case(REDUCTIONS, GEMM_SHAPE, values="special"),
     "b-k-by-n": case(B_N_MAJOR, {"m": 70, "n": 96, "k": 208}),
+    "f16-to-bf16": case(F16_TO_BF16, {"m": 70, "n": 64, "k": 96}, values="large"),
     "fp8-e4m3-out": case(FP8, {"m": 100, "n": 80, "k": 304}),
     "fp8-f32-out": case(FP8_F32, {"m": 60, "n": 64, "k": 144}),
     "split-k": case(SPLIT_K, {"m": 70, "n": 40, "k": 152}),

@@ -46,6 +46,8 @@ def epilogue_op(x, arg, off_m, off_n, KIND: tl.constexpr, BLOCK_N: tl.constexpr)
         x = x.to(tl.float16).to(tl.float32)
     if KIND == "round_bf16":
         x = x.to(tl.bfloat16).to(tl.float32)
+    if KIND == "round_f16_bf16":  # f16 straight to bf16: one fragment_convert between them
+        x = x.to(tl.float16).to(tl.bfloat16).to(tl.float32)
     if KIND == "sub_row_max":
         x = x - tl.max(x, axis=1)[:, None]
     if KIND == "sub_row_min":

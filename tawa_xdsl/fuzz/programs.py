@@ -16,7 +16,8 @@ their share of the K tiles into P[s]); an epilogue chain of up to four f32 ops: 
 `bias_scalar` (times / plus an f32 scalar argument), `bias`, `col_scale` (plus / times a
 per-column vector, `v[None, :]`), `row_bias`, `row_scale` (per-row vectors, `v[:, None]`;
 vectors in f32, f16 or bf16), `relu`, `exp2`, `leaky` (x < 0 ? x * a : x), `round_f16` /
-`round_bf16` (there and back), `sub_row_max`, `sub_row_min`, `sub_row_mean` (x minus its
+`round_bf16` (there and back), `round_f16_bf16` (to f16, then straight to bf16, then back),
+`sub_row_max`, `sub_row_min`, `sub_row_mean` (x minus its
 row's max / min / mean over the BLOCK_N columns of the tile, `tl.max(x, 1)[:, None]`); then
 a store in f16, bf16, f32 or fp8 e4m3.
 
@@ -75,6 +76,7 @@ EPILOGUE_KINDS = (
     "leaky",
     "round_f16",
     "round_bf16",
+    "round_f16_bf16",
     "col_scale",
     "row_scale",
     "row_bias",
@@ -443,6 +445,9 @@ class GemmProgram:
 
             leak_lo = np.where(lo < 0, lo * LEAKY_ALPHA, lo)
             return round_f32(leak_lo, np.where(hi < 0, hi * LEAKY_ALPHA, hi))
+        if op.kind == "round_f16_bf16":
+            lo, hi = round_interval(lo, hi, DTYPES["f16"])
+            return round_interval(lo, hi, DTYPES["bf16"])
         if op.kind in ("round_f16", "round_bf16"):
             return round_interval(lo, hi, DTYPES[op.kind.removeprefix("round_")])
         return row_reduce(lo, hi, op.kind, self.block_n)

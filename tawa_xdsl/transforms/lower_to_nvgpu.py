@@ -380,12 +380,14 @@ class ConsumerLowering:
             case scf.ForOp():
                 fragments.retype(op, [*op.body.block.args[1:], *op.results])
                 self.block(op.body.block)
+                fragments.reconcile_carries(op)
                 wgmma.schedule_loop(op, self.pingpong, self.warpgroups)
             case scf.IfOp():
                 fragments.retype(op, list(op.results))
                 for region in op.regions:
                     for block in region.blocks:
                         self.block(block)
+                fragments.reconcile_carries(op)
             case nvgpu.MBarrierArriveOp() | nvgpu.MBarrierArriveExpectTxOp() | nvgpu.TmaLoadOp():
                 if self.reads_pending and isinstance(op, nvgpu.MBarrierArriveOp):
                     threads = WARPGROUP_THREADS * self.warpgroups

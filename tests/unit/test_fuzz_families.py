@@ -20,6 +20,7 @@ from tawa_xdsl.fuzz.families import (
     B_N_MAJOR,
     BLOCK_M_64,
     COPY,
+    F16_TO_BF16,
     FAMILIES,
     FP8,
     FP8_F32,
@@ -86,6 +87,7 @@ WRONG_KERNELS = {
     "vectors": lambda: swap_op(VECTORS, "row_bias", "row_scale"),
     "reductions": lambda: swap_op(REDUCTIONS, "sub_row_min", "sub_row_max"),
     "b-k-by-n": lambda: replace(B_N_MAJOR, b_major="k").tile_ir(),  # reads B as N x K
+    "f16-to-bf16": lambda: swap_op(F16_TO_BF16, "round_f16_bf16", "exp2"),
     "fp8-e4m3-out": lambda: swap_op(FP8, "col_scale", "bias"),
     "fp8-f32-out": lambda: swap_op(FP8_F32, "row_scale", "row_bias"),
     "split-k": lambda: replace(SPLIT_K, split_k=2).tile_ir(),  # shares K out for 2 splits

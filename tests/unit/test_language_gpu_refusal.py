@@ -55,3 +55,67 @@ def test_a_kernel_the_gpu_compiles_runs_without_a_warning():
         warnings.simplefilter("error", GpuRefusalWarning)
         row_max[(1,)](*args, interpret=True)
     np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))
+
+
+# ------------------------------------------ what the GPU path still refuses, in one line
+
+ROWS = 64
+
+
+@tawa_xdsl.jit
+def row_sums_1d(x_desc, s_desc):
+    s_desc.store([0], tl.sum(x_desc.load([0, 0]), axis=1))
+
+
+@tawa_xdsl.jit
+def row_sums_down_a_column(x_desc, s_desc):
+    s_desc.store([0, 0], tl.sum(x_desc.load([0, 0]), axis=1)[:, None])
+
+
+@tawa_xdsl.jit
+def row_and_column(x_desc, y_desc, M, BLOCK: tl.constexpr):
+    v = tl.zeros([BLOCK], dtype=tl.float32)
+    for r in tl.range(0, M, BLOCK):
+        x = x_desc.load([r, 0])
+        v = v + tl.max(x, axis=0) + tl.max(x, axis=1)
+    y_desc.store([0, 0], v[None, :])
+
+
+def refused_cases() -> list:
+    x = np.random.default_rng(0).standard_normal((ROWS, ROWS)).astype(np.float32)
+    tile = TensorDescriptor.from_tensor(x, [ROWS, ROWS])
+    vector = TensorDescriptor.from_tensor(np.zeros(ROWS, np.float32), [ROWS])
+    column = TensorDescriptor.from_tensor(np.zeros((ROWS, 1), np.float32), [ROWS, 1])
+    row = TensorDescriptor.from_tensor(np.zeros((1, ROWS), np.float32), [1, ROWS])
+    return [
+        (row_sums_1d, [tile, vector], {}, 2,
+         "'tile.store' stores a row vector through a rank-1 descriptor (not supported: store "
+         "v.reshape(1, BLOCK_M) through a 2-D descriptor of block [1, BLOCK_M])"),
+        (row_sums_down_a_column, [tile, column], {}, 2,
+         "'tile.store' stores a row vector down a column (block [64, 1]; not supported: "
+         "store v.reshape(1, BLOCK_M) through a descriptor of block [1, BLOCK_M])"),
+        (row_and_column, [tile, row, ROWS], {"BLOCK": ROWS}, 3,
+         "'scf.for' carries a vector that is both a row and a column vector"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kernel", "args", "constants", "line", "message"),
+    refused_cases(),
+    ids=["row_vector_rank_1", "row_vector_down_a_column", "row_and_column_vector"],
+)
+def test_what_the_gpu_path_refuses_is_one_line_naming_the_kernel_line_in_both_modes(
+    kernel, args, constants, line, message
+) -> None:
+    """Each refusal names the line at compile time; the interpreter runs the kernel with the
+    same line as its warning (a row vector stored down a column was written along a row by
+    the GPU before: refused now, never a wrong answer)."""
+    place = f"{__file__}:{kernel.fn.__code__.co_firstlineno + line}:"
+    with pytest.raises(Exception) as refused:
+        kernel.compile(*args, **constants).gpu_kernel()
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith(place) and message in text, text
+    with pytest.warns(GpuRefusalWarning) as record:
+        kernel[(1,)](*args, **constants, interpret=True)
+    (warning,) = [w for w in record if issubclass(w.category, GpuRefusalWarning)]
+    assert str(warning.message).startswith(place) and message in str(warning.message)

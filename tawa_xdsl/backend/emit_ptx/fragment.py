@@ -10,7 +10,7 @@ addresses is its address plan's `slot_byte`, printed as the plan states it."""
 from __future__ import annotations
 
 from xdsl.dialects.builtin import Float32Type
-from xdsl.ir import BlockArgument, Operation
+from xdsl.ir import Attribute, BlockArgument, Operation
 
 from tawa_xdsl.backend.emit_ptx.kernel import (
     Handlers,
@@ -170,35 +170,69 @@ def _round_values(p: KernelPrinter, ty: FragmentType, dst: list[Reg], values: li
 
 
 def fragment_convert(p: KernelPrinter, op: Operation) -> None:
-    """f32 -> f16/bf16 pairs: register k packs values 2k (low) and 2k + 1 (high);
-    f16/bf16 -> f32 unpacks them again (exact)."""
+    """Any pair of f32, f16, bf16, e4m3 and e5m2: the source widened to f32 (exact), then
+    rounded once to the result type (`cvt.rn`; fp8 with saturation to the largest finite
+    value). 16-bit register k packs values 2k (low) and 2k + 1 (high), fp8 register k values
+    4k..4k + 3 from its lowest byte up."""
     assert isinstance(op, nvgpu.FragmentConvertOp)
     src_ty, dst_ty = frag_type(op.source), frag_type(op.result)
     src, dst = p.frag(op.source), p.frag(op.result)
     if src_ty.element_type == dst_ty.element_type:
         p.copy(dst, src)
         return
-    if packed(src_ty) and isinstance(dst_ty.element_type, Float32Type):
-        _unpack_halves(p, half_name(src_ty.element_type), dst, src)
-        return
-    if isinstance(src_ty.element_type, Float32Type) and isinstance(dst_ty.element_type, FP8):
-        _pack_fp8(p, FP8_NAMES[str(dst_ty.element_type)], dst, src)
-        return
-    if not isinstance(src_ty.element_type, Float32Type) or not packed(dst_ty):
-        raise fail(op, f"from {src_ty} to {dst_ty} is not supported (f32 <-> f16/bf16, f32 -> fp8)")
-    half = half_name(dst_ty.element_type)
-    for k, d in enumerate(dst):
-        p.b.cvt_rn_x2_f32(half, d, src[2 * k + 1], src[2 * k])
+    values = src_ty.values_per_thread()
+    wide = dst if isinstance(dst_ty.element_type, Float32Type) else None
+    wide = _widened(p, src_ty.element_type, src, values, wide)
+    element = dst_ty.element_type
+    if isinstance(element, FP8):
+        _pack_fp8(p, FP8_NAMES[str(element)], dst, wide)
+    elif packed(dst_ty):
+        for k, d in enumerate(dst):
+            p.b.cvt_rn_x2_f32(half_name(element), d, wide[2 * k + 1], wide[2 * k])
+
+
+def _widened(
+    p: KernelPrinter, element: Attribute, regs: list[Reg], values: int, out: list[Reg] | None
+) -> list[Reg]:
+    """The `values` values held in `regs` as f32 registers (into `out` when given)."""
+    if isinstance(element, Float32Type):
+        if out is not None:
+            p.copy(out, regs)
+        return regs
+    out = [p.b.new("f32") for _ in range(values)] if out is None else out
+    if isinstance(element, FP8):
+        _unpack_fp8(p, FP8_NAMES[str(element)], out, regs)
+    else:
+        _unpack_halves(p, half_name(element), out, regs)
+    return out
 
 
 def _pack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> None:
     """f32 -> fp8, saturating to the largest finite value: register k packs values 4k..4k+3
-    (two column pairs, rows r and r + 8), each pair one 16-bit half, low value first."""
+    (in an accumulator two column pairs, rows r and r + 8), each pair one 16-bit half, low
+    value first; a register holding one pair (a 64-row row vector) has zero upper bytes."""
     for k, d in enumerate(dst):
+        halves = []
+        for first in range(4 * k, min(4 * k + 4, len(src)), 2):
+            half = p.b.new("b16")
+            p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {half}, {src[first + 1]}, {src[first]}")
+            halves.append(half)
+        if len(halves) == 2:
+            p.b.emit(f"mov.b32 {d}, {{{halves[0]}, {halves[1]}}}")
+        else:
+            p.b.cvt("u32", "u16", d, halves[0])
+
+
+def _unpack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> None:
+    """dst[4k..4k + 3] = the bytes of src[k], lowest first, widened to f32 (exact, through
+    an f16 pair: `cvt.rn.f16x2.{name}x2`)."""
+    for k, reg in enumerate(src):
         lo, hi = p.b.new("b16"), p.b.new("b16")
-        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {lo}, {src[4 * k + 1]}, {src[4 * k]}")
-        p.b.emit(f"cvt.rn.satfinite.{name}x2.f32 {hi}, {src[4 * k + 3]}, {src[4 * k + 2]}")
-        p.b.emit(f"mov.b32 {d}, {{{lo}, {hi}}}")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {reg}")
+        for j, half in enumerate((lo, hi)[: (len(dst) - 4 * k) // 2]):
+            pair = p.b.new("b32")
+            p.b.emit(f"cvt.rn.f16x2.{name}x2 {pair}, {half}")
+            _unpack_halves(p, "f16", dst[4 * k + 2 * j : 4 * k + 2 * j + 2], [pair])
 
 
 def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) -> None:
@@ -377,12 +411,11 @@ def _store_rows(
     `offsets[-1] + origin row + store_cols[k]`; the four lanes of a quad hold the same
     rows, the first stores."""
     b, eb = p.b, nvgpu.element_bytes(ty.element_type)
-    if eb != 4:
-        raise fail(op, f"of a {ty.element_type} row vector is not supported (store f32)")
     b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
     dim0, dim1, stride, ptr = _plane(p, op, eb)
     row, col = p.lane_origin(ty)
     regs = p.frag(op.value)
+    halves: dict[int, tuple] = {}
     for drow in sorted({drow for _, drow, _ in plan}):
         plane_row = p.operand(op.offsets[-2])
         if drow:
@@ -415,7 +448,30 @@ def _store_rows(
             b.binary("add.s32", lin, lin, dcol)
             b.emit(f"mul.wide.s32 {addr}, {lin}, {eb}")
             b.binary("add.s64", addr, addr, ptr)
-            b.st_global("f32", addr, [regs[value]], pred=str(ok))
+            ptx_ty, element = _row_element(p, ty, regs, value, halves)
+            b.st_global(ptx_ty, addr, [element], pred=str(ok))
+
+
+def _row_element(
+    p: KernelPrinter, ty: FragmentType, regs: list[Reg], value: int, halves: dict[int, tuple]
+) -> tuple[str, Reg]:
+    """(PTX type, register) of one row-vector value to store: an f32 register, a 16-bit
+    half (each packed register unpacked once into `halves`) or an fp8 byte (its register
+    shifted down; st.b8 stores a register's low byte)."""
+    eb = nvgpu.element_bytes(ty.element_type)
+    if eb == 4:
+        return "f32", regs[value]
+    per = 4 // eb
+    k = value // per
+    if eb == 1:
+        byte = p.b.new("b32")
+        p.b.emit(f"shr.b32 {byte}, {regs[k]}, {8 * (value % per)}")
+        return "b8", byte
+    if k not in halves:
+        lo, hi = p.b.new("b16"), p.b.new("b16")
+        p.b.emit(f"mov.b32 {{{lo}, {hi}}}, {regs[k]}")
+        halves[k] = (lo, hi)
+    return "b16", halves[k][value % 2]
 
 
 def _minus(p: KernelPrinter, reg: Reg, amount: int) -> Reg:

@@ -21,9 +21,14 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
   becomes one `fragment_gather` (register moves the layout object plans);
 * row vectors (`[rows]` and `[rows, 1]` tiles are `wgmma_row` fragments): `expand_dims(v,
   1)` is the fragment, `broadcast` along the columns -> `fragment_broadcast_rows`;
-* column vectors read from a slot (a bias): [`convert` +] `expand_dims(v, 0)` + `broadcast`
-  -> one `fragment_load_columns` where the slot is held; other slot reads become fragments
-  where they were loaded (`slots.registers`)."""
+* column vectors read from a slot (a bias): [`convert` +] `expand_dims(v, 0)` [+ `convert`]
+  + `broadcast` -> one `fragment_load_columns` where the slot is held (f32, exact) and the
+  `fragment_convert`s the chain asks for (a 16-bit bias used as loaded); other slot reads
+  become fragments where they were loaded (`slots.registers`);
+* tiles carried by loops and branches become fragments before their bodies are lowered
+  (`retype`): a 1-D tile is a row or a column vector as the vectors it is computed from and
+  combined with say (`vector_kind`: a running column maximum is a `wgmma_col` fragment), and
+  a splat entering it in another layout is splat again in its own (`reconcile_carries`)."""
 
 from __future__ import annotations
 
@@ -41,7 +46,7 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
@@ -146,15 +151,129 @@ def operand_a_of(ty: TensorType) -> FragmentType:
 
 def retype(op: Operation, values: list[SSAValue]) -> None:
     """The tiles `op` carries (loop arguments and results, branch results) become fragments
-    (wgmma's A layout where they only feed dots as A, `feeds_only_a`); index and mask tiles
-    cannot (they are never materialized)."""
+    (wgmma's A layout where they only feed dots as A, `feeds_only_a`; a 1-D tile in the
+    layout of the vectors it is computed from, `vector_kind`); index and mask tiles cannot
+    (they are never materialized)."""
     for value in values:
         if is_tile(value):
             if is_index_tile(value):
                 raise fail(op, "carries an index or mask tile (they are not materialized)")
             assert isinstance(value.type, TensorType)
-            carried = operand_a_of(value.type) if feeds_only_a(value) else None
-            Rewriter.replace_value_with_new_type(value, carried or fragment_of(value.type))
+            Rewriter.replace_value_with_new_type(value, carried_fragment(op, value))
+
+
+def carried_fragment(op: Operation, value: SSAValue) -> FragmentType:
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    if feeds_only_a(value):
+        return operand_a_of(ty)
+    frag = fragment_of(ty)
+    if frag.kind != FragmentLayout.WGMMA_ROW or len(ty.get_shape()) != 1:
+        return frag
+    return FragmentType(vector_kind(op, value), ty.get_shape(), ty.element_type)
+
+
+# The vector an axis makes: a reduction along axis 0 (or expand_dims(v, 0) placing v as a
+# row of a tile) is a column vector, along axis 1 a row vector.
+VECTOR_OF_AXIS = {0: FragmentLayout.WGMMA_COL, 1: FragmentLayout.WGMMA_ROW}
+ELEMENTWISE = (*FLOAT_BINARY, *FLOAT_UNARY, math.FmaOp, tile.ConvertOp, tile.WhereOp)
+
+
+def vector_kind(op: Operation, value: SSAValue) -> FragmentLayout:
+    """Whether the 1-D tile `value` that `op` carries is a row or a column vector: the kind
+    of every vector it is computed from, combined with, or carried as (through elementwise
+    math, converts, loops and branches), where one is a reduction along an axis, an
+    `expand_dims` along one, or a fragment already made; a row vector where none is (a
+    splat alone has no layout: it is splat again in the kind found)."""
+    kinds: set[FragmentLayout] = set()
+    seen: set[SSAValue] = set()
+    frontier = [value]
+    while frontier:
+        current = frontier.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if isinstance(ty := current.type, FragmentType):
+            if not _is_splat(current):
+                kinds.add(ty.kind)
+            continue
+        kind, linked = _vector_links(current)
+        kinds |= kind
+        frontier += [v for v in linked if _is_vector(v)]
+    if len(kinds) > 1:
+        raise fail(op, "carries a vector that is both a row and a column vector")
+    return kinds.pop() if kinds else FragmentLayout.WGMMA_ROW
+
+
+def _vector_links(value: SSAValue) -> tuple[set[FragmentLayout], list[SSAValue]]:
+    """The vector kinds `value`'s definition and uses show, and the vectors linked to it."""
+    kinds: set[FragmentLayout] = set()
+    linked: list[SSAValue] = list(_carried(value))
+    owner = value.owner
+    if isinstance(owner, tile.ReduceOp):
+        kinds.add(VECTOR_OF_AXIS[owner.axis.value.data])
+    elif isinstance(owner, ELEMENTWISE):
+        linked += owner.operands
+    elif isinstance(owner, scf.IfOp):
+        index = list(owner.results).index(value)
+        linked += [r.block.last_op.operands[index] for r in owner.regions if r.blocks]  # type: ignore[union-attr]
+    elif isinstance(owner, Block) and isinstance(loop := owner.parent_op(), scf.ForOp):
+        index = owner.args.index(value) - 1  # type: ignore[arg-type]
+        if index >= 0:
+            linked += [loop.operands[3 + index], loop.results[index]]
+            yielded = owner.last_op
+            if isinstance(yielded, scf.YieldOp):
+                linked.append(yielded.operands[index])
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, tile.ExpandDimsOp):
+            kinds.add(VECTOR_OF_AXIS[user.axis.value.data])
+        elif isinstance(user, ELEMENTWISE):
+            linked += [*user.operands, *user.results]
+        else:
+            linked += _flows_to(user, use.index) or []
+    return kinds, linked
+
+
+def _is_vector(value: SSAValue) -> bool:
+    ty = value.type
+    if isinstance(ty, FragmentType):
+        return ty.kind in VECTOR_OF_AXIS.values()
+    return is_tile(value) and not is_index_tile(value) and len(tile.shape_of(value)) == 1
+
+
+def _is_splat(value: SSAValue) -> bool:
+    """Whether the fragment `value` is a splat (maybe converted): it has no layout of its own."""
+    owner = value.owner
+    if isinstance(owner, nvgpu.FragmentConvertOp):
+        owner = owner.source.owner
+    return isinstance(owner, nvgpu.FragmentSplatOp)
+
+
+def reconcile_carries(op: scf.ForOp | scf.IfOp) -> None:
+    """After its body is lowered: the values entering what `op` carries have its types."""
+    if isinstance(op, scf.ForOp):
+        body = op.body.block
+        for index, arg in enumerate(body.args[1:]):
+            op.operands[3 + index] = reconcile(op, arg, op.operands[3 + index])
+        yields = [(body.last_op, list(body.args[1:]))]
+    else:
+        yields = [(r.block.last_op, list(op.results)) for r in op.regions if r.blocks]
+    for yielded, carried in yields:
+        assert isinstance(yielded, scf.YieldOp)
+        for index, target in enumerate(carried):
+            yielded.operands[index] = reconcile(yielded, target, yielded.operands[index])
+
+
+def reconcile(op: Operation, carried: SSAValue, value: SSAValue) -> SSAValue:
+    """`value` as it enters `carried` (a loop's initial value, a yielded one): a splat made
+    in another layout is splat again in `carried`'s."""
+    if value.type == carried.type:
+        return value
+    again = resplat(op, value, carried)
+    if again.type != carried.type:
+        raise fail(op, f"carries {carried.type} but is given {value.type}")
+    return again
 
 
 def splat(op: tile.SplatOp) -> None:
@@ -320,8 +439,9 @@ class Vectors:
 
     def load_columns(self, op: tile.ConvertOp | tile.ExpandDimsOp, view: SmemView) -> None:
         """`convert` (or `expand_dims` axis 0) of a 1-D slot read that `expand_dims` (axis 0),
-        maybe an f32 `convert`, and `broadcast` spread over the rows: one
-        `fragment_load_columns` here, where the slot is held."""
+        maybe `convert`s, and `broadcast` spread over the rows: one `fragment_load_columns`
+        here, where the slot is held (widened to f32, exact), converted as the chain's converts
+        and broadcasts say (`follow`, `broadcast`)."""
         if isinstance(op, tile.ExpandDimsOp):
             spread: list[Operation] = [op]
         else:
@@ -330,26 +450,45 @@ class Vectors:
             raise fail(op, "spreads a slice of a vector slot over rows (load the whole vector)")
         rows = [u.operation for e in spread for u in e.results[0].uses]
         rows += [u.operation for c in rows if isinstance(c, tile.ConvertOp) for u in c.result.uses]
-        shapes = {b.result.type for b in rows if isinstance(b, tile.BroadcastOp)}
-        f32 = all(
-            isinstance(ty := b.result.type, TensorType) and ty.element_type == Float32Type()
-            for b in rows
-        )
-        if len(shapes) != 1 or not f32:
-            raise fail(op, "of a slot read needs one f32 broadcast over rows (convert to f32)")
+        shapes = {b.result.type.get_shape() for b in rows if isinstance(b, tile.BroadcastOp)}  # type: ignore[union-attr]
+        spreads = all(isinstance(b, tile.BroadcastOp | tile.ConvertOp) for b in rows)
+        if len(shapes) != 1 or not spreads:
+            raise fail(op, "of a slot read needs broadcasts over rows of one shape")
         (shape,) = shapes
-        load = nvgpu.FragmentLoadColumnsOp(view.buf, view.slot, fragment_of(shape))  # type: ignore[arg-type]
+        load = nvgpu.FragmentLoadColumnsOp(
+            view.buf, view.slot, FragmentType(FragmentLayout.WGMMA_ACC, shape, f32)
+        )
         insert_before(op, [load])
-        self.columns[op.result] = load.result
+        self.columns[op.operands[0]] = load.result
+        self.follow(op)
 
     def follow(self, op: tile.ExpandDimsOp | tile.ConvertOp) -> None:
-        """An `expand_dims` (axis 0) or f32 `convert` of a column read stays that read."""
-        self.columns[op.results[0]] = self.columns[op.operands[0]]
+        """An `expand_dims` (axis 0) of a column read stays that read, a `convert` converts
+        it (the fragment of a column read holds its values exactly, maybe in f32)."""
+        result = op.results[0].type
+        assert isinstance(result, TensorType)
+        if isinstance(op, tile.ConvertOp):
+            self.columns[op.result] = self.converted(op, op.source, result.element_type)
+        else:
+            self.columns[op.result] = self.columns[op.source]
+
+    def converted(self, op: Operation, value: SSAValue, element: Attribute) -> SSAValue:
+        """The fragment of the column read `value`, converted to `element` before `op`."""
+        frag = self.columns[value]
+        ty = frag.type
+        assert isinstance(ty, FragmentType)
+        if ty.element_type == element:
+            return frag
+        convert = nvgpu.FragmentConvertOp(frag, FragmentType(ty.kind, ty.get_shape(), element))
+        insert_before(op, [convert])
+        return convert.result
 
     def broadcast(self, op: tile.BroadcastOp) -> bool:
         """Replace a broadcast of a vector by its fragment; False if `op` is not one."""
         if op.source in self.columns:
-            Rewriter.replace_op(op, [], [self.columns[op.source]])
+            ty = op.result.type
+            assert isinstance(ty, TensorType)
+            Rewriter.replace_op(op, [], [self.converted(op, op.source, ty.element_type)])
             return True
         source, ty = op.source.type, op.result.type
         assert isinstance(ty, TensorType)

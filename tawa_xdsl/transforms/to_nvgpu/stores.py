@@ -34,13 +34,36 @@ SWIZZLE_BYTES = 128
 
 
 def global_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
-    """st.global of the fragment, clipped to the tensor (a column vector by its own op)."""
+    """st.global of the fragment, clipped to the tensor (a column vector by its own op; a
+    row vector along one row of a 2-D plane)."""
     value = op.value.type
     if isinstance(value, FragmentType) and value.kind == nvgpu.FragmentLayout.WGMMA_COL:
         store: Operation = nvgpu.FragmentStoreColumnsOp(op.value, op.desc, list(op.offsets))
     else:
+        if isinstance(value, FragmentType) and value.kind == nvgpu.FragmentLayout.WGMMA_ROW:
+            check_row_vector_store(op)
         store = nvgpu.FragmentStoreGlobalOp(op.value, op.desc, list(op.offsets))
     Rewriter.replace_op(op, store)
+
+
+def check_row_vector_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
+    """A row vector is stored along one row of a 2-D plane (a `[1, rows]` block, as
+    `v.reshape(1, BLOCK_M)`); the other placements are refused, not written wrongly."""
+    desc = op.desc.type
+    assert isinstance(desc, DescType)
+    block = desc.get_block_shape()
+    if len(block) < 2:
+        raise fail(
+            op,
+            "stores a row vector through a rank-1 descriptor (not supported: store "
+            "v.reshape(1, BLOCK_M) through a 2-D descriptor of block [1, BLOCK_M])",
+        )
+    if block[-2] != 1:
+        raise fail(
+            op,
+            f"stores a row vector down a column (block {list(block)}; not supported: store "
+            "v.reshape(1, BLOCK_M) through a descriptor of block [1, BLOCK_M])",
+        )
 
 
 def tma_store_box(op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
