@@ -111,6 +111,7 @@ def main() -> None:
             row["refused"] = result
         else:
             row |= time_proof(result)
+            row["load"] = round(os.getloadavg()[0], 2)  # the machine is shared: note its load
         rows.append(row)
         print(json.dumps(row), flush=True)
         (out / "proof_times.json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -139,6 +140,12 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"* all: {len(every)} kernels, median {statistics.median(every):.2f} s, max "
             f"{max(every):.2f} s (target: median <= 1 s, max <= 5 s)"
+        )
+    loads = [r["load"] for r in timed if "load" in r]
+    if loads:
+        lines.append(
+            f"* load average (1 min) during the run: {min(loads):.1f}-{max(loads):.1f}, "
+            f"median {statistics.median(loads):.1f}"
         )
     refused = [r for r in rows if "refused" in r]
     lines += [f"* refused by the compiler: {len(refused)} combinations", ""]

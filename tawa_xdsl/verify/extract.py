@@ -1510,5 +1510,5 @@ def shape_key(ring: RingProtocolModel) -> tuple:
         actor(ring.producer),
         tuple(actor(c) for c in ring.consumers),
         tuple(sorted(ring.certificate.items())),
-        tuple(sorted(ring.trip_delta.items())),
+        tuple(ring.trip_delta.get(c.name, 0) for c in ring.consumers),  # by position, not name
     )

@@ -287,6 +287,40 @@ def test_a_second_process_reads_the_proof_from_disk(tmp_path: Path):
     assert prove_in_a_new_process(tmp_path) == {"proved": True, "detail": ["cached"]}
 
 
+def renamed(ring: RingProtocolModel, shift: int) -> RingProtocolModel:
+    """`ring` with other names and every slot renamed s -> s + shift (the same protocol)."""
+
+    def move(step: Step) -> Step:
+        bar = step.bar_slot_off + shift if step.kind == "tma" else step.bar_slot_off
+        return replace(step, slot_off=step.slot_off + shift, bar_slot_off=bar)
+
+    def actor(a: Actor, name: str) -> Actor:
+        return replace(a, name=name, steps=[move(s) for s in a.steps])
+
+    consumers = [actor(c, f"other{n}") for n, c in enumerate(ring.consumers)]
+    delta = {f"other{n}": ring.trip_delta.get(c.name, 0) for n, c in enumerate(ring.consumers)}
+    return replace(
+        ring,
+        name="other",
+        producer=actor(ring.producer, "Q"),
+        consumers=consumers,
+        trip_delta=delta,
+    )
+
+
+def test_a_ring_equal_up_to_renaming_reuses_the_proof(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("TAWA_CACHE_DIR", str(tmp_path))
+    forget_proofs()
+    first = prove(small_ring())
+    assert first.proved and first.queries > 0
+    again = prove(renamed(small_ring(), 1))
+    assert again.proved and again.queries == 0 and again.detail == ["cached"]
+    # Another shape (fewer bytes announced than copied) is proved afresh, and fails.
+    other = small_ring()
+    other.producer.steps[1] = replace(other.producer.steps[1], tx=1024)
+    assert prove(other).queries > 0 and not prove(other).proved
+
+
 def test_an_unusable_proof_cache_costs_a_warning(tmp_path: Path, monkeypatch):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
