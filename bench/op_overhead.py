@@ -6,8 +6,9 @@ For each op and shape: the op's time per call and the raw kernel's (the same pro
 config the op's autotuner picked, launched through its prepared cuLaunchKernelEx on the same
 tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls, as a model's
 forward issues them, in `--rounds` rounds that alternate which of op and raw runs first;
-`overhead` is the median over rounds of op / raw - 1 (the issue's target is <= 3%). Rows go
-to RESULTS_DIR/op_overhead.json.
+`overhead` is the median over rounds of op / raw - 1 (the issue's target is <= 3%);
+`op_issue_us` / `raw_issue_us` are the host microseconds to issue one call (an op whose issue
+time exceeds its kernel's time is host-bound). Rows go to RESULTS_DIR/op_overhead.json.
 
 * matmul: f16 4096^3 plain, and with a bias vector and gelu (fused in the epilogue);
 * scaled_mm: fp8 e4m3 4096^3, per-row x per-column scales (both vectors read by the kernel's
@@ -52,6 +53,21 @@ def ms_per_round(run: Callable[[], object], calls: int) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / calls
+
+
+def issue_us(run: Callable[[], object], calls: int, rounds: int = 10) -> float:
+    """The median host microseconds to issue one call of `run` (wall time of `calls` calls,
+    the GPU idle at the start of each round): an op whose issue time exceeds its kernel's
+    time is host-bound, the launch queue runs dry."""
+    samples = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
 
 
 def paired_ms(
@@ -228,10 +244,13 @@ def main() -> int:
         op, raw, row = case()
         row["op_ms"], row["raw_ms"], ratio = paired_ms(op, raw, args.calls, args.rounds)
         row["overhead"] = ratio - 1
+        row["op_issue_us"] = issue_us(op, args.calls)
+        row["raw_issue_us"] = issue_us(raw, args.calls)
         rows.append(row)
         print(f"{row['op']:10s} {str(row['shape']):22s} {row.get('epilogue', ''):30s} "
               f"op {row['op_ms']:.4f} ms  raw {row['raw_ms']:.4f} ms  "
-              f"overhead {row['overhead']:+.1%}")  # fmt: skip
+              f"overhead {row['overhead']:+.1%}  host issue op {row['op_issue_us']:.1f} us "
+              f"raw {row['raw_issue_us']:.1f} us")  # fmt: skip
     out = args.results_dir / "op_overhead.json"
     out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
     print(f"wrote {out}")

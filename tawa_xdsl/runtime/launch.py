@@ -321,7 +321,8 @@ def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
 
 
 class PreparedLaunch:
-    """A launch with its checks done and parameters packed once: call it to launch again.
+    """A launch with its checks done (by `prepare_launch`, or a `LaunchPlan`) and its
+    parameters packed once: call it to launch again.
 
     For timing loops, graphs and the launch caches: a call is one foreign call of
     cuLaunchKernelEx with the prebuilt config, function handle and parameter pointers. The
@@ -329,18 +330,13 @@ class PreparedLaunch:
     memory).
     """
 
-    def __init__(self, kernel: Kernel, config: LaunchConfig, args: Sequence[Any]):
-        kernel.module.device.make_current()
-        config.check(kernel)
-        kernel.reserve_shared_memory(config.shared_bytes)
+    def __init__(
+        self, kernel: Kernel, config: LaunchConfig, params: PackedParams, args: Sequence[Any] = ()
+    ):
         self.kernel, self.config, self.args = kernel, config, tuple(args)
-        self.bind(pack_parameters(kernel, self.args), launch_config(config))
-
-    def bind(self, params: PackedParams, native: NativeLaunchConfig) -> None:
-        """Hold the packed parameters and the native config, and build the one call."""
-        self.params, self.native = params, native
+        self.params, self.native = params, launch_config(config)
         self.call = functools.partial(
-            launch_entry(), ctypes.byref(native), ctypes.c_void_p(int(self.kernel.handle)),
+            launch_entry(), ctypes.byref(self.native), ctypes.c_void_p(int(kernel.handle)),
             params.pointers, None,
         )  # fmt: skip
 
@@ -357,7 +353,10 @@ class PreparedLaunch:
 
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
     """Check and pack once; the returned object launches on each call."""
-    return PreparedLaunch(kernel, config, args)
+    kernel.module.device.make_current()
+    config.check(kernel)
+    kernel.reserve_shared_memory(config.shared_bytes)
+    return PreparedLaunch(kernel, config, pack_parameters(kernel, args), args)
 
 
 # ------------------------------------------------------------------ compiled programs
@@ -448,7 +447,7 @@ def prepare_compiled(
     descriptor arguments must be device tensors here, and the launcher keeps them alive."""
     handle = int(getattr(stream, "cuda_stream", stream) or 0)
     prepared = LaunchPlan(program).prepare(grid, args, handle)
-    prepared.args = args
+    prepared.args = args  # kept alive: the caller times it over these tensors
     return prepared
 
 
@@ -494,11 +493,9 @@ class LaunchPlan:
         config, extra = self.config(grid, stream)
         self.kernel.module.device.make_current()
         values = kernel_arguments(self.program, [*args, *extra], maps_as_bytes=True)
-        prepared = PreparedLaunch.__new__(PreparedLaunch)
-        prepared.kernel, prepared.config, prepared.args = self.kernel, config, ()
-        params = self.layout.pack_unchecked(values, self.kernel.name)
-        prepared.bind(params, launch_config(config))
-        return prepared
+        return PreparedLaunch(
+            self.kernel, config, self.layout.pack_unchecked(values, self.kernel.name)
+        )
 
 
 def launch_compiled(

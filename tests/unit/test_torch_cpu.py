@@ -164,6 +164,25 @@ def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
     assert "step: launch_key" in done.stdout  # the repeated launch's steps, each timed
 
 
+def test_the_op_benchmark_measures_host_time_with_the_mocked_driver(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "op_overhead.py"), str(tmp_path), "--mock",
+         "--iters", "5"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "op_overhead_mock.json").read_text())["rows"]
+    names = [row["op"] for row in rows]
+    assert {"matmul", "scaled_mm per-tensor x per-tensor", "attention GQA causal"} <= set(names)
+    assert all(row["host_us_per_call"] > 0 for row in rows)
+
+
 def test_the_torch_block_example_checks_itself_in_the_interpreter() -> None:
     """examples/torch_block.py on a CPU-only machine: a tiny block under torch.compile
     (fullgraph, aot_eager) in the tile interpreter, against eager PyTorch."""
