@@ -34,9 +34,11 @@ def fake(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(ops, "GEMM_CHOICES", {})
     monkeypatch.setattr(ops, "SCALE_VECTORS", type(ops.SCALE_VECTORS)())
     ops.gemm_program.cache_clear()
+    ops.stream_reader.cache_clear()
     driver.timed = asked
     yield driver
     ops.gemm_program.cache_clear()  # its programs hold launches made under the fake driver
+    ops.stream_reader.cache_clear()  # it holds the stand-in stream getter
 
 
 def test_a_repeated_scaled_mm_folds_tunes_and_prepares_once(fake, monkeypatch) -> None:
