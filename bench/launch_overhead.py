@@ -16,7 +16,9 @@ launch, median of 5 rounds:
 * `tawa jit kernel[grid] (new output each launch)`: C cycles through more tensors than the
   launch caches and the tensor-map cache remember, so every launch is a miss: its launch key
   is new, C's tensor map is encoded, the parameters are packed (A's and B's maps reused);
-* `tawa CompiledKernel.launch`: the uncached runtime path (tensor maps encoded every call);
+* `tawa CompiledKernel.launch`: the runtime's unprepared path (kernel looked up, launch config
+  checked, parameters packed with every check, every call; the same three tensors, so their
+  maps come from the tensor-map cache: it encodes nothing);
 * `tawa prepared launch`: `CompiledKernel.prepare`'s launcher (one cuLaunchKernelEx);
 * `triton descriptors` / `triton pointers`: a Triton kernel with the same argument list (three
   host TensorDescriptors, or pointers, and three ints), when Triton is installed.
@@ -97,10 +99,9 @@ def tawa_launchers(
     backend = gemm.warmup(*descs, m, n, k, **META).gpu_kernel()
     stream = 0 if mock else torch.cuda.current_stream().cuda_stream
     launchers["tawa prepared launch"] = backend.prepare(grid, a, b, c, m, n, k, stream=stream)
-    if not mock:
-        launchers["tawa CompiledKernel.launch"] = lambda: backend.launch(
-            grid, a, b, c, m, n, k, stream=stream
-        )
+    launchers["tawa CompiledKernel.launch"] = lambda: backend.launch(
+        grid, a, b, c, m, n, k, stream=stream
+    )
     return launchers
 
 

@@ -6,16 +6,25 @@ For each op and shape: the op's time per call and the raw kernel's (the same pro
 config the op's autotuner picked, launched through its prepared cuLaunchKernelEx on the same
 tensors), in milliseconds, from CUDA events around `--calls` back-to-back calls, as a model's
 forward issues them, in `--rounds` rounds that alternate which of op and raw runs first;
-`overhead` is the median over rounds of op / raw - 1 (the issue's target is <= 3%). Rows go
-to RESULTS_DIR/op_overhead.json.
+`overhead` is the median over rounds of op / raw - 1 (the issue's target is <= 3%);
+`op_issue_us` / `raw_issue_us` are the host microseconds to issue one call (an op whose issue
+time exceeds its kernel's time is host-bound). Rows go to RESULTS_DIR/op_overhead.json.
 
 * matmul: f16 4096^3 plain, and with a bias vector and gelu (fused in the epilogue);
 * scaled_mm: fp8 e4m3 4096^3, per-row x per-column scales (both vectors read by the kernel's
-  epilogue) and per-tensor x per-tensor (folded by torch into one [N] vector first); the raw
+  epilogue) and per-tensor x per-tensor (folded by torch into one [N] vector on the first
+  call, kept while the scale tensors are unchanged: `ops.cached_scale_vectors`); the raw
   kernel reads the same vectors;
 * attention: bf16 [B, H, S, D] = [4, 32, 4096, 128] causal, and GQA with 8 K/V heads.
 
 `--quick` takes small shapes (a test of the script, not a measurement).
+
+`--mock` needs no GPU: the host microseconds per call of each op (the process's CPU time, best
+of 5 rounds), on small CPU tensors that all claim to be on CUDA device 0, under
+`tawa_xdsl.runtime.fake_driver` (the launch is one ctypes call to a C stand-in, tensor maps
+are not really encoded), with the first config of each GEMM instead of autotuning, and the
+dispatch of a no-op `torch.library` op for scale. An op is host-bound on the GPU when this
+time (plus the driver's launch, ~5 us) exceeds its kernel's: the queue runs dry.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import argparse
 import json
 import math
 import statistics
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +55,21 @@ def ms_per_round(run: Callable[[], object], calls: int) -> float:
     return start.elapsed_time(end) / calls
 
 
+def issue_us(run: Callable[[], object], calls: int, rounds: int = 10) -> float:
+    """The median host microseconds to issue one call of `run` (wall time of `calls` calls,
+    the GPU idle at the start of each round): an op whose issue time exceeds its kernel's
+    time is host-bound, the launch queue runs dry."""
+    samples = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
 def paired_ms(
     op: Callable[[], object], raw: Callable[[], object], calls: int, rounds: int
 ) -> tuple[float, float, float]:
@@ -64,9 +89,9 @@ def paired_ms(
     return statistics.median(op_times), statistics.median(raw_times), statistics.median(ratios)
 
 
-def prepared(program: tuple, grid: tuple[int, ...], args: list) -> Callable[[], None]:
+def prepared(program: ops.Program, grid: tuple[int, ...], args: list) -> Callable[[], None]:
     stream = torch.cuda.current_stream().cuda_stream
-    return ops.gpu_kernel(program).prepare(grid, *args, stream=stream)
+    return program.gpu_kernel().prepare(grid, *args, stream=stream)
 
 
 def matmul_rows(size: int, fused: bool) -> tuple[Callable, Callable, dict]:
@@ -78,9 +103,8 @@ def matmul_rows(size: int, fused: bool) -> tuple[Callable, Callable, dict]:
     ops.matmul(a, b, bias=bias, activation=activation)  # tunes this shape
     form = ops.GemmForm("float16", "float16", "float16" if fused else None, activation=activation)
     config = ops.gemm_tuner("float16").best[size, size, size, form]
-    program = ops.gemm_program(config, form)
+    program, grid = ops.GEMM_CHOICES[size, size, size, form]  # what the op launches
     c = torch.empty(size, size, device="cuda", dtype=torch.float16)
-    grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
     args = [a, b_nk, c, size, size, size, *([bias] if fused else [])]
     row = {"op": "matmul", "shape": [size] * 3, "dtype": "float16",
            "epilogue": "bias+gelu" if fused else "none", "config": str(config)}  # fmt: skip
@@ -105,9 +129,8 @@ def scaled_mm_rows(size: int, per_tensor: bool) -> tuple[Callable, Callable, dic
     form = ops.GemmForm("float8_e4m3fn", "bfloat16", row_scale=row_scale is not None,
                         col_scale=col_scale is not None)  # fmt: skip
     config = ops.gemm_tuner("float8_e4m3fn").best[size, size, size, form]
-    program = ops.gemm_program(config, form)
+    program, grid = ops.GEMM_CHOICES[size, size, size, form]
     c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
-    grid = (tawa_xdsl.cdiv(size, 128) * tawa_xdsl.cdiv(size, config.kwargs["BLOCK_N"]), 1, 1)
     vectors = epilogue_arguments(row_scale=row_scale, col_scale=col_scale)
     scales = "per-tensor x per-tensor" if per_tensor else "per-row x per-column"
     row = {"op": "scaled_mm", "shape": [size] * 3, "dtype": "float8_e4m3fn",
@@ -131,13 +154,82 @@ def attention_rows(batch: int, heads: int, kv_heads: int, seq: int) -> tuple:
     return op, prepared(program, (tawa_xdsl.cdiv(seq, 128), rows, 1), args), row
 
 
+def host_us(run: Callable[[], object], iters: int) -> float:
+    """The best over 5 rounds of the process CPU microseconds per call of `run`."""
+    run()
+    best = math.inf
+    for _ in range(5):
+        start = time.process_time()
+        for _ in range(iters):
+            run()
+        best = min(best, (time.process_time() - start) / iters * 1e6)
+    return best
+
+
+def install_mock() -> None:
+    """The fake driver, torch's raw stream getter on a CPU build, and every tensor claiming
+    CUDA device 0 (this process only); GEMM tuners that take their first config."""
+    from tawa_xdsl.runtime import fake_driver
+
+    fake_driver.install()
+    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):
+        torch._C._cuda_getCurrentRawStream = lambda device: 0
+    torch.Tensor.is_cuda = property(lambda self: True)
+    torch.Tensor.get_device = lambda self: 0
+    for dtype in ("float16", "float8_e4m3fn"):
+        tuner = ops.gemm_tuner(dtype)
+        tuner.timer, tuner.use_disk = (lambda launch: 0.0), False  # ties: the first config
+
+
+def mock_rows(iters: int) -> list[dict]:
+    """The host time per call of each op (see `--mock` in the module docstring)."""
+    install_mock()
+    size = 256
+    a, b_nk = (torch.randn(size, size, dtype=torch.float16) for _ in "ab")
+    bias = torch.randn(size, dtype=torch.float16)
+    a8, b8_nk = (torch.randn(size, size).to(torch.float8_e4m3fn) for _ in "ab")
+    rows_scale, cols_scale = torch.rand(size, 1) + 0.5, torch.rand(1, size) + 0.5
+    one, two = torch.tensor(0.5), torch.tensor(2.0)
+    q, k = (torch.randn(1, 4, 256, 128, dtype=torch.bfloat16) for _ in "qk")
+    k_gqa = torch.randn(1, 1, 256, 128, dtype=torch.bfloat16)
+    torch.library.define("tawa_bench::identity", "(Tensor a) -> Tensor")
+    torch.library.impl("tawa_bench::identity", ("CPU", "CUDA"), lambda t: t)
+    cases = {
+        "matmul": lambda: ops.matmul(a, b_nk.t()),
+        "matmul bias+gelu": lambda: ops.matmul(a, b_nk.t(), bias=bias, activation="gelu"),
+        "scaled_mm per-row x per-column": lambda: ops.scaled_mm(
+            a8, b8_nk.t(), rows_scale, cols_scale, out_dtype=torch.bfloat16
+        ),
+        "scaled_mm per-tensor x per-tensor": lambda: ops.scaled_mm(
+            a8, b8_nk.t(), one, two, out_dtype=torch.bfloat16
+        ),
+        "attention causal": lambda: ops.attention(q, k, k, causal=True),
+        "attention GQA causal": lambda: ops.attention(q, k_gqa, k_gqa, causal=True),
+        "torch.library no-op op (dispatch alone)": lambda: torch.ops.tawa_bench.identity(a),
+    }
+    rows = []
+    for name, run in cases.items():
+        rows.append({"op": name, "host_us_per_call": host_us(run, iters)})
+        print(f"{name:42s} {rows[-1]['host_us_per_call']:8.1f} us/call (host, mock driver)")
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("--quick", action="store_true", help="small shapes: a test of the script")
+    parser.add_argument("--mock", action="store_true", help="no GPU: host time per call")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--iters", type=int, default=500, help="calls per round of --mock")
     args = parser.parse_args()
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    if args.mock:
+        out = args.results_dir / "op_overhead_mock.json"
+        rows = mock_rows(args.iters)
+        out.write_text(json.dumps({"device": "mock driver (no GPU)", "rows": rows}, indent=1))
+        print(f"wrote {out}")
+        return 0
     size, seq = (1024, 512) if args.quick else (4096, 4096)
     cases = [
         lambda: matmul_rows(size, fused=False),
@@ -152,11 +244,13 @@ def main() -> int:
         op, raw, row = case()
         row["op_ms"], row["raw_ms"], ratio = paired_ms(op, raw, args.calls, args.rounds)
         row["overhead"] = ratio - 1
+        row["op_issue_us"] = issue_us(op, args.calls)
+        row["raw_issue_us"] = issue_us(raw, args.calls)
         rows.append(row)
         print(f"{row['op']:10s} {str(row['shape']):22s} {row.get('epilogue', ''):30s} "
               f"op {row['op_ms']:.4f} ms  raw {row['raw_ms']:.4f} ms  "
-              f"overhead {row['overhead']:+.1%}")  # fmt: skip
-    args.results_dir.mkdir(parents=True, exist_ok=True)
+              f"overhead {row['overhead']:+.1%}  host issue op {row['op_issue_us']:.1f} us "
+              f"raw {row['raw_issue_us']:.1f} us")  # fmt: skip
     out = args.results_dir / "op_overhead.json"
     out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
     print(f"wrote {out}")

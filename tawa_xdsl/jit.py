@@ -28,7 +28,9 @@ constexpr values). On the GPU a launch whose descriptors are all over device ten
 once more by everything its packed parameters depend on (`launch_key`: addresses, shapes,
 strides, block shapes, scalar values), so a repeat with the same grid and stream is two dict
 lookups and the prepared cuLaunchKernelEx (`RepeatLaunch`), without choosing the backend
-again; anything else reuses the prepared launches of `runtime.dispatch`. PTX is compiled once
+again; a new key (a new output tensor each launch) prepares its launch through the kernel's
+`runtime.launch.LaunchPlan`, encoding only the new tensors' maps; anything else reuses the
+prepared launches of `runtime.dispatch`. PTX is compiled once
 per machine: `compiler.compile_cached` keeps it on disk.
 """
 
@@ -611,9 +613,14 @@ class RepeatLaunch:
             fn.repeat_hits += 1
             prepared()
             return self.entry.compiled
+        dims = grid_tuple(grid)
+        if 0 in dims:
+            return self.entry.compiled  # no program instances: nothing to run
         runtime = self.entry.runtime_args(args, kwargs)
-        prepared = gpu_launch(self.entry.compiled, grid_tuple(grid), runtime, handle)
-        if prepared is not None and not isinstance(grid, list):
+        # the launch key names every tensor: prepare without the LaunchCache's own keying
+        prepared = self.entry.compiled.launch_cache().prepared(dims, runtime, handle)
+        prepared()
+        if not isinstance(grid, list):
             if len(self.prepared) >= MAX_REPEAT_LAUNCHES:
                 self.prepared.clear()
             self.prepared[grid, handle] = prepared

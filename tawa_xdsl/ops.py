@@ -19,16 +19,21 @@ The GEMM's epilogue (in f32, before C is rounded) multiplies by the f32 scale ve
 row, or N: one per column) and applies the activation; attention with fewer K/V heads (GQA)
 reads K/V head h // group in the kernel. Inputs are used as they are when contiguous (b as a
 transposed view of an [N, K] tensor), and the prepared launches (tensor maps, parameter
-buffers) are cached per address and shape (`runtime.dispatch.LaunchCache`). What torch does
-around the kernel: a per-tensor fp8 scale is folded into the other operand's scale vector
-(one elementwise kernel of M or N elements; none when both scales are vectors), and a bias
-of another shape ([M, N]) or type is added after the kernel.
+buffers) are cached per address and shape (`runtime.dispatch.LaunchCache`). A call whose
+shape was seen goes straight to its tuned program (`GEMM_CHOICES`), so the host work per call
+is the checks, the output's allocation and one launch-cache lookup. What torch does around
+the kernel: a per-tensor fp8 scale is folded into the other operand's scale vector (one
+elementwise kernel of M or N elements, made once while the scale tensors are unchanged:
+`cached_scale_vectors`; none when both scales are vectors), and a bias of another shape
+([M, N]) or type is added after the kernel.
 
 This module imports without torch; calling an op without it raises ModuleNotFoundError.
 """
 
 import functools
 import math
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,18 +93,14 @@ def attention_module(
     head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1
 ) -> Any:
     """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors (K, V
-    [B*H/group, S, D]), with the options `kernels.attention.compile_attention` chooses."""
-    from tawa_xdsl.compiler import CompileOptions
+    [B*H/group, S, D]), with the options `kernels.attention.compile_attention` uses by default
+    (`attention.compile_options`: the rotated software pipeline among them)."""
     from tawa_xdsl.kernels import attention
 
     block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
     module = attention.tile_module(head_dim, short, causal, block_n, return_lse, group=group)
-    options = CompileOptions(
-        stages=3, mma_depth=1, consumers=2,
-        registers=attention.default_registers(head_dim, block_n),
-    )  # fmt: skip
-    return module, options
+    return module, attention.compile_options(head_dim, block_n)
 
 
 TL_TYPES = {
@@ -114,57 +115,69 @@ TL_TYPES = {
 # ------------------------------------------------------------------------ running kernels
 
 
+class Program:
+    """A tile module and its compile options; its PTX kernel (disk-cached,
+    `compiler.compile_cached`) and its prepared launches (by grid, stream and tensor addresses
+    and layouts, `runtime.dispatch.LaunchCache`) are made on first GPU use."""
+
+    def __init__(self, module: Any, options: Any):
+        self.module, self.options = module, options
+        self.kernel: Any = None
+        self.launches: Any = None
+
+    def gpu_kernel(self) -> Any:
+        """The PTX kernel (compiled once)."""
+        if self.kernel is None:
+            from tawa_xdsl.compiler import compile_cached
+
+            self.kernel = compile_cached(self.module, self.options)
+        return self.kernel
+
+    def run(self, grid: tuple[int, ...], args: list[Any]) -> None:
+        """Launch: on the GPU for CUDA tensors (in place, torch's current stream), else in
+        the tile interpreter over the CPU tensors (in place)."""
+        if 0 in grid:
+            return  # an empty output: no programs to run
+        first = args[0]  # every op's first argument is a tensor, on the device of the rest
+        if first.is_cuda:
+            if self.launches is None:
+                from tawa_xdsl.runtime.dispatch import LaunchCache
+
+                self.launches = LaunchCache(self.gpu_kernel())
+            self.launches.launch(grid, args, stream_reader(first.get_device())())
+            return
+        from tawa_xdsl.descriptor import TensorDescriptor
+        from tawa_xdsl.interp.tile import run_kernel
+        from tawa_xdsl.runtime.dispatch import host_descriptor
+
+        blocks = iter(descriptor_blocks(self.module))
+        staged = [
+            host_descriptor(TensorDescriptor.from_tensor(a, next(blocks)))
+            if isinstance(a, torch.Tensor)
+            else a
+            for a in args
+        ]
+        run_kernel(self.module, grid, staged)
+
+
 @functools.cache
-def gemm_program(config: Any, form: GemmForm) -> tuple[Any, Any]:
-    return gemm_module(config, form), config.compile_options
+def gemm_program(config: Any, form: GemmForm) -> Program:
+    return Program(gemm_module(config, form), config.compile_options)
 
 
 @functools.cache
 def attention_program(
     head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1
-) -> Any:
-    return attention_module(head_dim, dtype, causal, return_lse, group)
+) -> Program:
+    return Program(*attention_module(head_dim, dtype, causal, return_lse, group))
 
 
 @functools.cache
-def gpu_kernel(program: tuple[Any, Any]) -> Any:
-    """The PTX kernel of a (module, options) program (disk-cached)."""
-    from tawa_xdsl.compiler import compile_cached
+def stream_reader(device: int) -> Any:
+    """How to read torch's current stream on CUDA device `device` (bound once per device)."""
+    from tawa_xdsl.runtime.dispatch import torch_stream_reader
 
-    return compile_cached(*program)
-
-
-@functools.cache
-def launch_cache(program: tuple[Any, Any]) -> Any:
-    """The prepared launches of a program, by grid, stream and tensor addresses and layouts."""
-    from tawa_xdsl.runtime.dispatch import LaunchCache
-
-    return LaunchCache(gpu_kernel(program))
-
-
-def run_program(program: tuple[Any, Any], grid: tuple[int, ...], args: list[Any]) -> None:
-    """Launch a tile program: on the GPU for CUDA tensors (in place, torch's current stream),
-    else in the tile interpreter over the CPU tensors (in place)."""
-    from tawa_xdsl.runtime.dispatch import current_torch_stream
-
-    module, _ = program
-    if 0 in grid:
-        return  # an empty output: no programs to run
-    if args[0].is_cuda:  # every op's first argument is a tensor, on the device of the rest
-        launch_cache(program).launch(grid, args, current_torch_stream(args[0].get_device()))
-        return
-    from tawa_xdsl.descriptor import TensorDescriptor
-    from tawa_xdsl.interp.tile import run_kernel
-    from tawa_xdsl.runtime.dispatch import host_descriptor
-
-    blocks = iter(descriptor_blocks(module))
-    staged = [
-        host_descriptor(TensorDescriptor.from_tensor(a, next(blocks)))
-        if isinstance(a, torch.Tensor)
-        else a
-        for a in args
-    ]
-    run_kernel(module, grid, staged)
+    return torch_stream_reader(device)
 
 
 def descriptor_blocks(module: Any) -> list[tuple[int, ...]]:
@@ -195,24 +208,46 @@ def gemm_tuner(dtype: str) -> Any:
     return Autotuner(gemm_kernel_launch, gemm_configs(dtype), key=[])
 
 
+# The (program, grid) the autotuner chose for each GPU (M, N, K, GemmForm): a call whose shape
+# was seen launches without asking the tuner (whose keys hash their configs as JSON text).
+GEMM_CHOICES: dict[tuple[int, int, int, GemmForm], tuple[Program, tuple[int, int, int]]] = {}
+
+
 def gemm_kernel_launch(a: Any, b_nk: Any, c: Any, form: GemmForm, vectors: list[Any]) -> None:
     """C = epilogue(A @ B^T) on contiguous [M, K], [N, K] and [M, N] tensors, with the
     epilogue's vectors of `form` (in `epilogue_arguments` order), the config autotuned per
     shape on the GPU (the first config in the interpreter)."""
     (m, k), n = a.shape, b_nk.shape[0]
     args = [a, b_nk, c, m, n, k, *vectors]
+    key = (m, n, k, form)
+    choice = GEMM_CHOICES.get(key) if a.is_cuda else None
+    if choice is None:
+        choice = gemm_choice(key, args)
+    program, grid = choice
+    program.run(grid, args)
 
-    def launcher(config: Any) -> Any:
-        program = gemm_program(config, form)
+
+def gemm_choice(
+    key: tuple[int, int, int, GemmForm], args: list[Any]
+) -> tuple[Program, tuple[int, int, int]]:
+    """The program and grid of a GEMM shape: autotuned on the GPU (remembered in
+    `GEMM_CHOICES`), the first config in the interpreter."""
+    m, n, _, form = key
+
+    def chosen(config: Any) -> tuple[Program, tuple[int, int, int]]:
         grid = (cdiv(m, config.kwargs["BLOCK_M"]) * cdiv(n, config.kwargs["BLOCK_N"]), 1, 1)
-        return lambda: run_program(program, grid, args)
+        return gemm_program(config, form), grid
 
     tuner = gemm_tuner(form.dtype)
-    if a.is_cuda:
-        config = tuner.tune((m, n, k, form), launcher)
-    else:
-        config = tuner.configs[0]
-    launcher(config)()
+    if not args[0].is_cuda:
+        return chosen(tuner.configs[0])
+
+    def launcher(config: Any) -> Any:
+        program, grid = chosen(config)
+        return lambda: program.run(grid, args)
+
+    choice = GEMM_CHOICES[key] = chosen(tuner.tune(key, launcher))
+    return choice
 
 
 def check_matrices(name: str, a: Any, b: Any, dtypes: tuple[str, ...]) -> None:
@@ -291,7 +326,7 @@ def matmul_impl(
     check_activation(activation)
     m, n = a.shape[0], b.shape[1]
     out = out_dtype_name(out_dtype, dtype_of(a))
-    c = torch.empty(m, n, dtype=getattr(torch, out), device=a.device)
+    c = a.new_empty((m, n), dtype=getattr(torch, out))
     vector, rows = bias_vector(bias, m, n)
     if bias is not None and vector is None:
         gemm_kernel_launch(a.contiguous(), k_major(b), c, GemmForm(dtype_of(a), out), [])
@@ -345,6 +380,33 @@ def scale_vectors(scale_a: Any, scale_b: Any, m: int, n: int) -> tuple[Any, Any]
     return product_vector(rows), product_vector(cols)
 
 
+# The scale vectors of recent (scale_a, scale_b) pairs, so that a loop passing the same scales
+# launches no elementwise kernel to fold a per-tensor scale: keyed by both tensors' identity,
+# version counter and address, and checked against weak references (a freed tensor's id can
+# come back). Like autograd, this does not see a write through `.data`.
+SCALE_VECTORS: OrderedDict[tuple[Any, ...], tuple[Any, Any, Any, Any]] = OrderedDict()
+SCALE_VECTORS_KEPT = 64
+
+
+def cached_scale_vectors(scale_a: Any, scale_b: Any, m: int, n: int) -> tuple[Any, Any]:
+    """`scale_vectors`, made once per pair of unchanged scale tensors (every call for
+    inference-mode tensors, which keep no version counter)."""
+    try:
+        key = (id(scale_a), scale_a._version, scale_a.data_ptr(),
+               id(scale_b), scale_b._version, scale_b.data_ptr(), m, n)  # fmt: skip
+    except RuntimeError:
+        return scale_vectors(scale_a, scale_b, m, n)
+    entry = SCALE_VECTORS.get(key)
+    if entry is not None and entry[0]() is scale_a and entry[1]() is scale_b:
+        SCALE_VECTORS.move_to_end(key)
+        return entry[2], entry[3]
+    rows, cols = scale_vectors(scale_a, scale_b, m, n)
+    SCALE_VECTORS[key] = (weakref.ref(scale_a), weakref.ref(scale_b), rows, cols)
+    if len(SCALE_VECTORS) > SCALE_VECTORS_KEPT:
+        SCALE_VECTORS.popitem(last=False)
+    return rows, cols
+
+
 def product_vector(factors: list[Any]) -> Any:
     """The elementwise product of 1-D f32 tensors (one broadcasting kernel), or None."""
     if not factors:
@@ -358,9 +420,9 @@ def product_vector(factors: list[Any]) -> Any:
 def scaled_mm_impl(a: Any, b: Any, scale_a: Any, scale_b: Any, out_dtype: Any = None) -> Any:
     check_matrices("scaled_mm", a, b, ("float8_e4m3fn", "float8_e5m2"))
     m, n = a.shape[0], b.shape[1]
-    row_scale, col_scale = scale_vectors(scale_a, scale_b, m, n)
+    row_scale, col_scale = cached_scale_vectors(scale_a, scale_b, m, n)
     out = out_dtype_name(out_dtype, "bfloat16")
-    c = torch.empty(m, n, dtype=getattr(torch, out), device=a.device)
+    c = a.new_empty((m, n), dtype=getattr(torch, out))
     form = GemmForm(
         dtype_of(a), out, row_scale=row_scale is not None, col_scale=col_scale is not None
     )
@@ -415,7 +477,7 @@ def attention_impl(
         args.append(lse)
     program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse), group)
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
-    run_program(program, (cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
+    program.run((cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
     out = o.reshape(batch, heads, seq, head_dim)
     if return_lse:
         return out, lse.reshape(batch, heads, seq)

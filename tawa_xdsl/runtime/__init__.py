@@ -27,13 +27,15 @@ Modules:
 * `launch` -- `launch`, `LaunchConfig`, `launch_with` (cuLaunchKernelEx, clusters, >48 KiB
   smem); `prepare_launch` checks and packs once for timing loops (one driver call per launch);
   `launch_compiled` / `prepare_compiled` launch what `tawa_xdsl.compiler` made from the
-  kernel's own arguments (parameters and tensor maps built here, the one place).
+  kernel's own arguments (parameters and tensor maps built here, the one place); a
+  `LaunchPlan` prepares a compiled kernel's launches with what does not depend on the tensors
+  worked out once.
 * `cache` -- `KernelCache`, `cache_key`: compiled kernels on disk, atomic writes, one warning
   for an unusable directory (`tawa_xdsl.compiler.compile_cached` compiles through it).
 * `tensors` -- where any tensor argument lives (numpy, torch, `__cuda_array_interface__`,
   DLPack) and its layout, read without copies or a torch import.
 * `dispatch` -- `gpu_launch`, `@jit`'s GPU launcher: device tensors in place, a `LaunchCache`
-  of prepared launches (`prepare_compiled`), the stream (torch's current one unless given);
+  of prepared launches (through a `LaunchPlan`), the stream (torch's current one unless given);
   host tensors through `launch_compiled`.
 * `errors` -- `NoGPUError`, `UnsupportedGPUError`, `CudaError`, `PTXLoadError`,
   `TensorMapError`, `DTypeMismatchError`, `LaunchError`.
@@ -55,6 +57,7 @@ from tawa_xdsl.runtime.errors import (
 from tawa_xdsl.runtime.launch import (
     CompiledProgram,
     LaunchConfig,
+    LaunchPlan,
     PreparedLaunch,
     TensorMapInfo,
     kernel_arguments,
@@ -93,6 +96,7 @@ __all__ = [
     "LaunchError",
     "Module",
     "NoGPUError",
+    "LaunchPlan",
     "PreparedLaunch",
     "PTXLoadError",
     "Swizzle",

@@ -9,7 +9,9 @@ launch with any descriptor over host memory (numpy, torch CPU) takes the copying
 A device launch goes through the kernel's `LaunchCache`: the key is (grid, stream, and for
 every argument what its packed bytes depend on: a descriptor's address, element type, shape,
 strides and block shape; a scalar's type and value). A hit is one dict lookup and one
-cuLaunchKernelEx with the tensor maps and parameter buffers built by the first launch. The
+cuLaunchKernelEx with the tensor maps and parameter buffers built by the first launch. A miss
+prepares through the kernel's `runtime.launch.LaunchPlan` (the loaded kernel, parameter
+layout and launch configs worked out once): only the new tensors' maps are encoded. The
 cached launch holds no reference to the tensors (their memory is named by the key: a new
 tensor at the same address with the same layout is described by the same bytes).
 
@@ -48,42 +50,57 @@ def is_descriptor(value: Any) -> bool:
 
 
 def argument_key(value: Any) -> Hashable:
-    """What the packed parameter bytes of one kernel argument depend on."""
+    """What the packed parameter bytes of one kernel argument depend on (a scalar and a torch
+    tensor, the arguments of `tawa_xdsl.ops`, recognised first: this runs on every launch)."""
+    kind = value.__class__
+    if kind is int or kind is float or kind is bool:
+        return kind, value
+    if is_torch_tensor(value):  # a tensor a program takes as it is (tawa_xdsl.ops)
+        return value.data_ptr(), value.dtype, value.shape, value.stride()
     if is_descriptor(value):
         return layout_key(value.base), tuple(value.block_shape)
-    if is_torch_tensor(value):  # a tensor a program takes as it is (tawa_xdsl.ops)
-        return layout_key(value)
-    return type(value), value
-
-
-def prepare_device_launch(
-    kernel: Any, grid: tuple[int, ...], args: list[Any], stream: int
-) -> Prepared:
-    """The runtime's prepared launch (tensor maps encoded, parameters packed)."""
-    return kernel.prepare(grid, *args, stream=stream)
+    return kind, value
 
 
 class LaunchCache:
-    """Prepared launches of one compiled kernel, least recently used dropped past `capacity`."""
+    """Prepared launches of one compiled kernel, least recently used dropped past `capacity`.
+    `prepare` makes one on a miss (default: the kernel's `runtime.launch.LaunchPlan`, built on
+    the first miss)."""
 
-    def __init__(self, kernel: Any, prepare: Prepare = prepare_device_launch, capacity: int = 64):
+    def __init__(self, kernel: Any, prepare: Prepare | None = None, capacity: int = 64):
         self.kernel = kernel
-        self.prepare = prepare
+        self.prepare = prepare or self.prepare_planned
         self.capacity = capacity
         self.entries: OrderedDict[Hashable, Prepared] = OrderedDict()
+        self.plan: Any = None
         self.hits = 0
         self.misses = 0
+
+    def prepare_planned(
+        self, kernel: Any, grid: tuple[int, ...], args: list[Any], stream: int
+    ) -> Prepared:
+        """A prepared launch through the kernel's launch plan."""
+        if self.plan is None:
+            from tawa_xdsl.runtime.launch import LaunchPlan
+
+            self.plan = LaunchPlan(kernel)
+        return self.plan.prepare(grid, args, stream)
+
+    def prepared(self, grid: tuple[int, ...], args: Sequence[Any], stream: int) -> Prepared:
+        """A new prepared launch of `args` (descriptors or device tensors), not remembered
+        here: for callers that key their own cache (`jit.RepeatLaunch`)."""
+        self.misses += 1
+        device_args = [a.base if is_descriptor(a) else a for a in args]
+        prepared = self.prepare(self.kernel, grid, device_args, stream)
+        prepared.release_arguments()
+        return prepared
 
     def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: int) -> Prepared:
         """Launch, preparing first on a miss; returns the prepared launch it ran."""
         key = (grid, stream, tuple(argument_key(a) for a in args))
         prepared = self.entries.get(key)
         if prepared is None:
-            self.misses += 1
-            device_args = [a.base if is_descriptor(a) else a for a in args]
-            prepared = self.prepare(self.kernel, grid, device_args, stream)
-            prepared.release_arguments()
-            self.entries[key] = prepared
+            prepared = self.entries[key] = self.prepared(grid, args, stream)
             if len(self.entries) > self.capacity:
                 self.entries.popitem(last=False)
         else:

@@ -48,8 +48,29 @@ ALIASES: dict[str, str] = {
 }
 
 
+# Canonical names already worked out, by the dtype object or string asked about (a launch asks
+# for every tensor argument's), at most NAMES_KEPT of them.
+NAMES: dict[Any, str] = {}
+NAMES_KEPT = 256
+
+
 def dtype_name(dtype: Any) -> str:
     """The canonical name (`bfloat16`) of a numpy dtype, torch dtype, string or typestr."""
+    try:
+        return NAMES[dtype]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    name = canonical_name(dtype)
+    if len(NAMES) < NAMES_KEPT:
+        try:
+            NAMES[dtype] = name
+        except TypeError:
+            pass
+    return name
+
+
+def canonical_name(dtype: Any) -> str:
+    """`dtype_name` worked out (DTypeMismatchError for a type the runtime does not know)."""
     text = str(dtype.name if isinstance(dtype, np.dtype) else dtype)
     text = text.removeprefix("torch.")
     text = ALIASES.get(text, text)

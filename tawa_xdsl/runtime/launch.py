@@ -185,6 +185,18 @@ class ParamLayout:
             raise bad_argument(param, kernel, str(error)) from None
         return packed
 
+    def pack_unchecked(self, items: Sequence[Any], kernel: str) -> PackedParams:
+        """`pack` for items already in `struct`'s form (a tensor map as its 128 bytes, a
+        pointer as an int) that skips the per-parameter checks when `struct` takes every item
+        as it is; anything it refuses (a float for an int, a negative `.b` value, a tensor for
+        a pointer) goes through `pack`, which converts it or names the parameter."""
+        packed = PackedParams(self)
+        try:
+            struct.pack_into(self.format, packed.buffer, packed.start, *items)
+        except (struct.error, OverflowError, TypeError):
+            return self.pack(items, kernel)
+        return packed
+
 
 def parameter_code(param: Param) -> str:
     if param.kind == "f":
@@ -309,7 +321,8 @@ def launch_with(kernel: Kernel, config: LaunchConfig, *args: Any) -> None:
 
 
 class PreparedLaunch:
-    """A launch with its checks done and parameters packed once: call it to launch again.
+    """A launch with its checks done (by `prepare_launch`, or a `LaunchPlan`) and its
+    parameters packed once: call it to launch again.
 
     For timing loops, graphs and the launch caches: a call is one foreign call of
     cuLaunchKernelEx with the prebuilt config, function handle and parameter pointers. The
@@ -317,16 +330,14 @@ class PreparedLaunch:
     memory).
     """
 
-    def __init__(self, kernel: Kernel, config: LaunchConfig, args: Sequence[Any]):
-        kernel.module.device.make_current()
-        config.check(kernel)
-        kernel.reserve_shared_memory(config.shared_bytes)
+    def __init__(
+        self, kernel: Kernel, config: LaunchConfig, params: PackedParams, args: Sequence[Any] = ()
+    ):
         self.kernel, self.config, self.args = kernel, config, tuple(args)
-        self.params = pack_parameters(kernel, self.args)
-        self.native = launch_config(config)
+        self.params, self.native = params, launch_config(config)
         self.call = functools.partial(
             launch_entry(), ctypes.byref(self.native), ctypes.c_void_p(int(kernel.handle)),
-            self.params.pointers, None,
+            params.pointers, None,
         )  # fmt: skip
 
     def __call__(self) -> None:
@@ -342,7 +353,10 @@ class PreparedLaunch:
 
 def prepare_launch(kernel: Kernel, config: LaunchConfig, *args: Any) -> PreparedLaunch:
     """Check and pack once; the returned object launches on each call."""
-    return PreparedLaunch(kernel, config, args)
+    kernel.module.device.make_current()
+    config.check(kernel)
+    kernel.reserve_shared_memory(config.shared_bytes)
+    return PreparedLaunch(kernel, config, pack_parameters(kernel, args), args)
 
 
 # ------------------------------------------------------------------ compiled programs
@@ -396,9 +410,12 @@ class CompiledProgram(Protocol):
 TENSOR_MAPS = TensorMapCache()
 
 
-def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]:
+def kernel_arguments(
+    program: CompiledProgram, args: Sequence[Any], maps_as_bytes: bool = False
+) -> list[Any]:
     """One runtime value per `.param`, from the kernel's arguments in signature order (tensor
-    maps from `TENSOR_MAPS`; each descriptor argument described once)."""
+    maps from `TENSOR_MAPS`, or their 128 bytes with `maps_as_bytes`; each descriptor
+    argument described once, its tensor map looked up by that description)."""
     values: list[Any] = []
     views: dict[int, Any] = {}
     for p in program.params:
@@ -406,13 +423,14 @@ def kernel_arguments(program: CompiledProgram, args: Sequence[Any]) -> list[Any]
         if p.field == "value":
             values.append(arg)
             continue
-        if p.field == "tensormap":
-            info = program.tensor_maps[p.arg]
-            values.append(TENSOR_MAPS.get(arg, info.box, info.swizzle or None, p.name))
-            continue
         view = views.get(p.arg)
         if view is None:
             view = views[p.arg] = describe(arg, p.name)
+        if p.field == "tensormap":
+            info = program.tensor_maps[p.arg]
+            found = TENSOR_MAPS.get_view(view, info.box, info.swizzle or None, p.name)
+            values.append(found.data if maps_as_bytes else found)
+            continue
         if p.field == "ptr":
             values.append(view.pointer)
         elif p.field.startswith("dim"):
@@ -426,12 +444,58 @@ def prepare_compiled(
     program: CompiledProgram, grid: Sequence[int] | int, *args: Any, stream: Any = 0
 ) -> PreparedLaunch:
     """A launcher with tensor maps and the parameter buffers built once (for timing);
-    descriptor arguments must be device tensors here."""
-    device = require_gpu()
-    launch_grid, extra = program.grid(grid, device_sms(device))
-    kernel = load_kernel(program.ptx, program.name)
-    config = LaunchConfig.make(launch_grid, program.threads, program.smem_bytes, 1, stream)
-    return prepare_launch(kernel, config, *kernel_arguments(program, [*args, *extra]))
+    descriptor arguments must be device tensors here, and the launcher keeps them alive."""
+    handle = int(getattr(stream, "cuda_stream", stream) or 0)
+    prepared = LaunchPlan(program).prepare(grid, args, handle)
+    prepared.args = args  # kept alive: the caller times it over these tensors
+    return prepared
+
+
+class LaunchPlan:
+    """The launches of one compiled program over device tensors, with what does not depend
+    on the tensors worked out once: the loaded kernel, its parameter layout, where each
+    `.param` comes from, and the checked launch config of each (grid, stream). Preparing a
+    launch then costs the tensor maps not in `TENSOR_MAPS`, one description of each
+    descriptor argument and one `struct.pack_into` (the jit's launch caches call this on
+    every miss: a new output tensor each launch)."""
+
+    def __init__(self, program: CompiledProgram):
+        self.sms = device_sms(require_gpu())
+        self.program = program
+        self.kernel = load_kernel(program.ptx, program.name)
+        if self.kernel.params is None or len(self.kernel.params) != len(program.params):
+            raise LaunchError(f"kernel {program.name}: its PTX and its parameter list disagree")
+        self.layout = param_layout(self.kernel.params)
+        self.configs: dict[tuple[Any, int], tuple[LaunchConfig, list[int]]] = {}
+
+    def config(self, grid: Sequence[int] | int, stream: int) -> tuple[LaunchConfig, list[int]]:
+        """The checked launch config of a logical grid on `stream`, and the trailing
+        arguments the program takes for it (a persistent kernel's logical grid)."""
+        key = (grid if isinstance(grid, int) else tuple(grid), stream)
+        found = self.configs.get(key)
+        if found is None:
+            launch_grid, extra = self.program.grid(grid, self.sms)
+            config = LaunchConfig.make(
+                launch_grid, self.program.threads, self.program.smem_bytes, 1, stream
+            )
+            config.check(self.kernel)
+            self.kernel.reserve_shared_memory(config.shared_bytes)
+            if len(self.configs) >= 256:  # grids of many shapes: forget them all, rarely
+                self.configs.clear()
+            found = self.configs[key] = (config, extra)
+        return found
+
+    def prepare(
+        self, grid: Sequence[int] | int, args: Sequence[Any], stream: int
+    ) -> PreparedLaunch:
+        """The prepared launch of `args` (the kernel's arguments in signature order, device
+        tensors in place of descriptors) on `grid`; it keeps no reference to them."""
+        config, extra = self.config(grid, stream)
+        self.kernel.module.device.make_current()
+        values = kernel_arguments(self.program, [*args, *extra], maps_as_bytes=True)
+        return PreparedLaunch(
+            self.kernel, config, self.layout.pack_unchecked(values, self.kernel.name)
+        )
 
 
 def launch_compiled(

@@ -292,8 +292,9 @@ def encode_tiled(spec: TensorMapSpec, source: Any = None) -> TensorMap:
 class TensorMapCache:
     """Encoded maps by what they encode (address, element type, shape, strides, box, swizzle),
     the least recently used dropped past `capacity`: a launch whose other tensors moved
-    encodes only the maps of those. A hit reads the tensor's address and layout and builds no
-    description of it; the maps hold no tensor (their `source` is None)."""
+    encodes only the maps of those. The key is the tensor's description (`ArrayView`: the
+    launch describes each argument once for its pointer, extents and strides too); the maps
+    hold no tensor (their `source` is None)."""
 
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
@@ -303,14 +304,18 @@ class TensorMapCache:
     def get(self, tensor: Any, box: Sequence[int], swizzle: Swizzle | int | None, name: str
             ) -> TensorMap:  # fmt: skip
         """The map over `tensor` with this box and swizzle (encoded on first use)."""
-        from tawa_xdsl.runtime.memory import describe, layout_key
+        from tawa_xdsl.runtime.memory import describe
 
-        key = (layout_key(tensor), tuple(box), swizzle)
+        return self.get_view(describe(tensor, name), box, swizzle, name)
+
+    def get_view(self, view: Any, box: Sequence[int], swizzle: Swizzle | int | None, name: str
+                 ) -> TensorMap:  # fmt: skip
+        """The map over the tensor an `ArrayView` describes (encoded on first use)."""
+        key = (view.pointer, view.dtype, view.shape, view.strides, tuple(box), swizzle)
         found = self.maps.get(key)
         if found is not None:
             self.maps.move_to_end(key)
             return found
-        view = describe(tensor, name)
         spec = TensorMapSpec(
             address=view.pointer, dtype=view.dtype, shape=view.shape, strides=view.strides,
             box=tuple(int(b) for b in box), swizzle=Swizzle.parse(swizzle), name=name,

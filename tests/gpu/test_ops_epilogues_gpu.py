@@ -82,3 +82,26 @@ def test_scaled_mm_under_torch_compile(device) -> None:
 
     ref = ((a.double() @ b.double()) * scale_a * scale_b).relu()
     torch.testing.assert_close(step(a, b, scale_a, scale_b).double(), ref, rtol=2**-7, atol=0.25)
+
+
+def test_a_repeated_per_tensor_scaled_mm_launches_the_gemm_alone(device) -> None:
+    """Per-tensor scales are folded into a vector on the first call only: later calls with
+    the same scale tensors launch one kernel each (the GEMM), and a scale written in place is
+    folded again (the result doubles exactly: a power-of-two scale)."""
+    torch.manual_seed(10)
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn).t()
+    scale_a, scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    first = ops.scaled_mm(a, b, scale_a, scale_b)
+    torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profile:
+        for _ in range(3):
+            again = ops.scaled_mm(a, b, scale_a, scale_b)
+        torch.cuda.synchronize()
+    kernels = [e.name for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert len(kernels) == 3 and len(set(kernels)) == 1, kernels
+    assert torch.equal(again, first)
+    scale_b.fill_(4.0)
+    doubled = ops.scaled_mm(a, b, scale_a, scale_b)
+    assert torch.equal(doubled.float(), 2 * first.float())

@@ -13,7 +13,7 @@ import tawa_xdsl
 from tawa_xdsl.jit import JITFunction, launch_key
 from tawa_xdsl.kernels.gemm import gemm
 from tawa_xdsl.runtime import fake_driver
-from tawa_xdsl.runtime.errors import CudaError
+from tawa_xdsl.runtime.errors import CudaError, LaunchError
 from tawa_xdsl.runtime.memory import ArrayView, DeviceArray
 
 launch_module = importlib.import_module("tawa_xdsl.runtime.launch")
@@ -93,3 +93,34 @@ def test_the_launch_key_tells_values_apart() -> None:
     assert None not in keys and len(keys) == 6
     assert launch_key([desc], {}) == launch_key([D(device_matrix(0x10000, 256), [128, 64])], {})
     assert launch_key([desc, 1], {}) != launch_key([desc], {"x": 1})
+
+
+def test_a_new_output_each_launch_encodes_only_its_map(fake, kernel) -> None:
+    """The miss path (every launch a new launch key): the kernel is loaded and its launch plan
+    made once; each launch encodes C's map alone and packs C's new address."""
+    kernel[(4,)](*arguments(), **BLOCKS)
+    compiled = next(iter(kernel.cache.values()))
+    plan = compiled.launch_cache().plan
+    for turn in range(1, 5):
+        c = 0x30000 + turn * 0x100000
+        kernel[(4,)](*arguments(c=c), **BLOCKS)
+        assert len(fake.encodings) == 3 + turn and fake.encodings[-1].address == c
+        prepared = kernel.launches[launch_key(arguments(c=c), BLOCKS)].prepared[(4,), 0]
+        params = [p.name for p in prepared.kernel.params]
+        pointer = prepared.params.param_bytes(params.index("c_desc_ptr"))
+        assert int.from_bytes(pointer, "little") == c
+    assert fake.modules == 1 and compiled.launch_cache().plan is plan
+    assert kernel.repeat_hits == 0 and compiled.launch_cache().misses == 5
+
+
+def test_a_planned_launch_packs_what_the_checked_pack_packs(fake, kernel) -> None:
+    args = arguments()
+    program = kernel.warmup(*args, **BLOCKS).gpu_kernel()
+    tensors = [a.base if hasattr(a, "base") else a for a in args]
+    planned = launch_module.LaunchPlan(program).prepare((4,), tensors, 0)
+    values = launch_module.kernel_arguments(program, tensors)
+    checked = launch_module.pack_parameters(planned.kernel, values)
+    for index in range(len(planned.kernel.params)):
+        assert planned.params.param_bytes(index) == checked.param_bytes(index)
+    with pytest.raises(LaunchError, match=r"parameter m \(\.u32 m\): expected an int, got float"):
+        launch_module.LaunchPlan(program).prepare((4,), [*tensors[:3], 2.5, 256, 64], 0)

@@ -158,9 +158,29 @@ def test_the_launch_benchmark_runs_with_the_mocked_driver(tmp_path) -> None:
         row["launcher"]: row["host_us_per_launch"] for row in json.loads(out.read_text())["rows"]
     }
     jit_rows = ("", " (grid callable)", " (new output each launch)")
-    assert set(rows) == {*(f"tawa jit kernel[grid]{r}" for r in jit_rows), "tawa prepared launch"}
+    assert set(rows) == {*(f"tawa jit kernel[grid]{r}" for r in jit_rows), "tawa prepared launch",
+                         "tawa CompiledKernel.launch"}  # fmt: skip
     assert all(us > 0 for us in rows.values())
     assert "step: launch_key" in done.stdout  # the repeated launch's steps, each timed
+
+
+def test_the_op_benchmark_measures_host_time_with_the_mocked_driver(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "op_overhead.py"), str(tmp_path), "--mock",
+         "--iters", "5"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "op_overhead_mock.json").read_text())["rows"]
+    names = [row["op"] for row in rows]
+    assert {"matmul", "scaled_mm per-tensor x per-tensor", "attention GQA causal"} <= set(names)
+    assert all(row["host_us_per_call"] > 0 for row in rows)
 
 
 def test_the_torch_block_example_checks_itself_in_the_interpreter() -> None:
