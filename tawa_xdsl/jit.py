@@ -137,14 +137,13 @@ class CompiledKernel:
 
     def gpu_refusal(self) -> str:
         """The one line the GPU backend refuses this specialization with ("" when it
-        compiles): the kernel taken to PTX without the ring proofs (checked once)."""
+        compiles): the kernel taken to PTX as the GPU path takes it, ring proofs included
+        when `options.verify` (a protocol the verifier cannot model is a GPU refusal too;
+        proofs are cached by shape, so a later GPU compile reuses them). Checked once."""
         if self._gpu_refusal is None:
             self._gpu_refusal = ""
             try:
-                lowered = compiler.lower_to_nvgpu_level(
-                    self.module, replace(self.options, verify=False)
-                )
-                emit_ptx(lowered)
+                emit_ptx(compiler.lower_to_nvgpu_level(self.module, self.options))
             except (DiagnosticException, EmitError, ValueError) as error:
                 self._gpu_refusal = first_line(error)
         return self._gpu_refusal

@@ -119,3 +119,40 @@ def test_what_the_gpu_path_refuses_is_one_line_naming_the_kernel_line_in_both_mo
         kernel[(1,)](*args, **constants, interpret=True)
     (warning,) = [w for w in record if issubclass(w.category, GpuRefusalWarning)]
     assert str(warning.message).startswith(place) and message in str(warning.message)
+
+
+# ------------------------------ a protocol the verifier cannot model is a GPU refusal too
+
+
+@tawa_xdsl.jit
+def gemm_with_row_sums(a_desc, b_desc, c_desc, K, BLOCK_K: tl.constexpr):
+    acc = tl.zeros([128, 64], dtype=tl.float32)
+    sums = tl.zeros([128], dtype=tl.float32)
+    for k in tl.range(0, K, BLOCK_K):
+        a = a_desc.load([0, k])
+        acc = tl.dot(a, b_desc.load([0, k]).T, acc)
+        sums += tl.sum(a.to(tl.float32), axis=1)
+    c_desc.store([0, 0], (acc + sums[:, None]).to(tl.float16))
+
+
+def test_a_kernel_only_the_verifier_refuses_warns_in_the_interpreter():
+    """The interpreter's GPU check proves the rings as the GPU compile does: a kernel that
+    lowers to PTX but whose barrier protocol the verifier cannot model warns with the
+    verifier's line (issue 14 item 7), and still computes the right answer."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    c = np.zeros((128, 64), np.float16)
+    args = [TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 64]),
+            TensorDescriptor.from_tensor(c, [128, 64]), 128]  # fmt: skip
+    message = "(the barrier protocol cannot be verified) (the GPU backend refuses this kernel)"
+    with pytest.warns(GpuRefusalWarning) as record:
+        gemm_with_row_sums[(1,)](*args, BLOCK_K=64, interpret=True)
+    (warning,) = [w for w in record if issubclass(w.category, GpuRefusalWarning)]
+    text = str(warning.message)
+    assert text.startswith(f"{__file__}:") and text.endswith(message) and "\n" not in text, text
+    with pytest.raises(Exception, match=r"the barrier protocol cannot be verified"):
+        gemm_with_row_sums.compile(*args, BLOCK_K=64).gpu_kernel()
+    a32 = a.astype(np.float32)
+    expected = a32 @ b.astype(np.float32).T + a32.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(c.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
