@@ -180,6 +180,23 @@ def plan_addresses(op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp) -> None:
     op.swizzle = IntegerAttr(buf.swizzle_bytes, i32)
 
 
+def plan_partials(op: nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp) -> None:
+    """The partials plan of a column reduction's smem exchange: the bytes of one partials
+    row, each value's column from the thread's origin column (the `wgmma_col` layout's), and
+    the accumulator rows per staging warp (a stage) or the rows to combine (a combine)."""
+    buf = smem_type(op.buf)
+    frag = fragment_type(op.value if isinstance(op, nvgpu.FragmentColumnStageOp) else op.result)
+    shape, layout = frag.get_shape(), frag.layout_object
+    op.row_pitch = IntegerAttr(buf.slot_shape[-1] * element_bytes(buf.element_type), i32)
+    cols = [layout.value_offset(shape, v) for v in range(frag.values_per_thread())]
+    op.value_cols = DenseArrayBase.from_list(i32, cols)
+    rows = IntegerAttr(op.expected_rows(), i32)
+    if isinstance(op, nvgpu.FragmentColumnStageOp):
+        op.warp_rows = rows
+    else:
+        op.partial_rows = rows
+
+
 def legalize_fragment_mask(op: nvgpu.FragmentMaskOp) -> None:
     rows, cols = fragment_type(op.source).get_shape()
     corners = [
@@ -239,3 +256,5 @@ class LegalizeNvgpuPass(ModulePass):
                 plan_addresses(inner)
             elif isinstance(inner, nvgpu.FragmentLoadOp):
                 plan_addresses(inner)
+            elif isinstance(inner, nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp):
+                plan_partials(inner)
