@@ -1,8 +1,9 @@
 """emit-ptx for reshapes of fragments and column vectors: `nvgpu.fragment_gather` as
 register moves (`mov.f32` per value, `mov.b32` per packed pair of 16-bit values) in the order
 the op's plan gives; reductions along the rows (per-thread chains, lane butterflies, the
-warps' partials through smem), their broadcast over the rows and their stores. Which value
-sits where comes from the layout objects; nothing is decided here."""
+warps' partials through smem at the bytes of the op's partials plan), their broadcast over the
+rows and their stores. Which value sits where comes from the layout objects and the plans
+`legalize-nvgpu` wrote; nothing is decided here."""
 
 from __future__ import annotations
 
