@@ -1148,19 +1148,22 @@ def in_slot(op: Operation, smem: Smem, index: int, addresses: np.ndarray) -> np.
 
 
 def _column_stage(ev: Evaluator, op: nvgpu.FragmentColumnStageOp, operands: list[Any]) -> tuple:
-    """Each active thread whose origin row is a multiple of `warp_rows` writes value v at
-    partials row `row / warp_rows`, column `origin + value_cols[v]` (the partials plan)."""
-    value, smem, slot = operands
+    """Each active thread whose origin row r is a multiple of `warp_rows` writes value v at
+    partials row `row + r / warp_rows`, column `origin + value_cols[v]` (the partials plan)."""
+    value, smem, slot, *row = operands
     values = fragment_value(op, value)
     pitch, cols, warp_rows = _partials_plan(op)
     row0, col0 = op.value.type.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
     mask = warpgroup(ev).mask
     writers = mask & (row0 % warp_rows == 0)
+    rows = row0 // warp_rows
+    if row:
+        rows = rows + per_value(row[0], (WARPGROUP_THREADS, 1))[:, 0]
     guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
     index = int(uniform(op, slot, mask))
     target = begin_write(op, smem, index, guard)
     eb = smem.dtype.itemsize
-    addresses = target.start + (row0 // warp_rows * pitch + eb * col0)[:, None] + eb * cols
+    addresses = target.start + (rows * pitch + eb * col0)[:, None] + eb * cols
     addresses = in_slot(op, smem, index, addresses[writers])
     smem.memory.write(op, addresses, values[writers].astype(np.float32))
     target.written = True

@@ -88,8 +88,8 @@ def column_origin(p: KernelPrinter, ty: FragmentType, buf: SSAValue, slot: SSAVa
 
 @HANDLERS.on(nvgpu.FragmentColumnStageOp)
 def fragment_column_stage(p: KernelPrinter, op: Operation) -> None:
-    """The threads whose origin row is a multiple of `warp_rows` store value v at partials
-    row `row / warp_rows`, column `origin + value_cols[v]`."""
+    """The threads whose origin row r is a multiple of `warp_rows` store value v at partials
+    row `row + r / warp_rows`, column `origin + value_cols[v]`."""
     assert isinstance(op, nvgpu.FragmentColumnStageOp)
     pitch, cols, warp_rows = partials_plan(op)
     b = p.b
@@ -99,6 +99,8 @@ def fragment_column_stage(p: KernelPrinter, op: Operation) -> None:
     b.binary("shr.u32", warp, row0, warp_rows.bit_length() - 1)
     b.binary("and.b32", lane_row, row0, warp_rows - 1)
     b.setp("eq", "u32", first_row, lane_row, 0)
+    if op.row is not None:
+        b.binary("add.u32", warp, warp, p.operand(op.row))
     b.emit(f"mad.lo.u32 {addr}, {warp}, {pitch}, {addr}")
     for col, reg in zip(cols, p.frag(op.value), strict=True):
         b.emit(f"st.shared.f32 [{addr}+{eb * col}], {reg}", str(first_row))

@@ -868,13 +868,17 @@ class FragmentColumnReduceOp(IRDLOperation):
 
 def _verify_column_slot(op: IRDLOperation, buf: SSAValue, slot: SSAValue, columns: int) -> None:
     smem = smem_type(buf)
-    if tuple(smem.slot_shape) != (WARPS_PER_WARPGROUP, columns) or not isinstance(
-        smem.element_type, Float32Type
+    shape = tuple(smem.slot_shape)
+    if (
+        len(shape) != 2
+        or shape[0] % WARPS_PER_WARPGROUP
+        or shape[1] != columns
+        or not isinstance(smem.element_type, Float32Type)
     ):
         raise VerifyException(
-            f"'{op.name}' needs an f32 slot of one row per warp and column "
-            f"({WARPS_PER_WARPGROUP}x{columns}), got {format_shape(smem.slot_shape)} of "
-            f"{smem.element_type}"
+            f"'{op.name}' needs an f32 slot of one row per warp of its warpgroups and one "
+            f"column per column ({WARPS_PER_WARPGROUP}n x {columns}), got "
+            f"{format_shape(smem.slot_shape)} of {smem.element_type}"
         )
     verify_slot(op, slot, smem.slot_count, "buffer")
 
@@ -913,27 +917,32 @@ def verify_partials_plan(
 @irdl_op_definition
 class FragmentColumnStageOp(IRDLOperation):
     """Write each warp's column partials (a `wgmma_col` fragment of f32) into row `warp` of
-    smem slot `slot`: the 4 lanes of the warp's first lane row store (`st.shared.f32`).
+    smem slot `slot` (with `row`, row `row + warp`: the warpgroup's rows of a slot that
+    several warpgroups share): the 4 lanes of the warp's first lane row store
+    (`st.shared.f32`).
 
     Partials plan (`legalize-nvgpu`): the thread whose layout origin is (r, c) stores, when
     r is a multiple of `warp_rows` (one lane row of each warp: every column once), value v
-    at byte `(r / warp_rows) * row_pitch + 4 * (c + value_cols[v])` of the slot."""
+    at byte `(row + r / warp_rows) * row_pitch + 4 * (c + value_cols[v])` of the slot."""
 
     name = "nvgpu.fragment_column_stage"
 
     value = operand_def(FragmentType)
     buf = operand_def(SmemType)
     slot = operand_def(i32)
+    row = opt_operand_def(i32)
     row_pitch = opt_prop_def(IntegerAttr[I32])
     warp_rows = opt_prop_def(IntegerAttr[I32])
     value_cols = opt_prop_def(DenseArrayBase)
 
-    assembly_format = "$value `,` $buf `[` $slot `]` attr-dict `:` type($value) `,` type($buf)"
+    assembly_format = (
+        "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
+    )
     irdl_options = (ParsePropInAttrDict(),)
     PLAN_FIELDS: ClassVar[str] = "(row_pitch, value_cols, warp_rows)"
 
-    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue):
-        super().__init__(operands=[value, buf, slot])
+    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue, row: SSAValue | None = None):
+        super().__init__(operands=[value, buf, slot, [row] if row else []])
 
     def expected_rows(self) -> int:
         """The accumulator rows of one warp: each warp of the warpgroup stages one row."""
@@ -951,9 +960,9 @@ class FragmentColumnStageOp(IRDLOperation):
 
 @irdl_op_definition
 class FragmentColumnCombineOp(IRDLOperation):
-    """Every thread reads the 4 warps' partials of its columns from smem slot `slot` (one
-    row per warp, written by `fragment_column_stage` before a named barrier) and combines
-    them in warp order: the column reduction over the whole warpgroup.
+    """Every thread reads the partials of its columns from smem slot `slot` (one row per
+    warp of every warpgroup sharing the slot, written by `fragment_column_stage` before a
+    named barrier) and combines them in row order: the column reduction over all their rows.
 
     Partials plan (`legalize-nvgpu`): the thread whose layout origin column is c combines,
     for value v, the f32 at bytes `k * row_pitch + 4 * (c + value_cols[v])` of the slot for
