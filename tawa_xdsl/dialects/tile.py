@@ -48,6 +48,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -621,16 +622,24 @@ class DotOp(IRDLOperation):
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Reduce a tile along one axis with `max` or `sum`; the axis is removed from the shape."""
+    """Reduce a tile along one axis with `max` or `sum`; the axis is removed from the shape.
+
+    `across(n)` (written by cooperative-consumers): the axis is the rows that the n
+    warpgroups of the consumer group split; every warpgroup gets the reduction over all their
+    rows, its own `source` combined with the others' in warpgroup order."""
 
     name = "tile.reduce"
 
     kind = prop_def(ReduceKindAttr)
     source = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I32])
+    warpgroups = opt_prop_def(IntegerAttr[I32])
     result = result_def(TensorType)
 
-    assembly_format = "$kind $source `,` $axis attr-dict `:` type($source) `->` type($result)"
+    assembly_format = (
+        "$kind $source `,` $axis (`across` `(` $warpgroups^ `)`)? attr-dict `:` type($source) "
+        "`->` type($result)"
+    )
     traits = traits_def(Pure())
 
     def __init__(self, kind: ReduceKind, source: SSAValue, axis: int):
@@ -650,6 +659,11 @@ class ReduceOp(IRDLOperation):
         expected = TensorType(element_type_of(self.source), shape)
         if not shape:
             raise VerifyException("'tile.reduce' of a 1-D tile is not supported; keep a dim of 1")
+        if self.warpgroups is not None and self.warpgroups.value.data < 2:
+            raise VerifyException(
+                f"'tile.reduce' across {self.warpgroups.value.data} warpgroups: a reduction "
+                "across warpgroups spans 2 or more"
+            )
         if self.result.type != expected:
             raise VerifyException(
                 f"'tile.reduce' along axis {axis} of {self.source.type} must give {expected}, "

@@ -281,6 +281,7 @@ def warpgroup_tasks(ev: Evaluator, op: aref.WarpSpecializeOp) -> list[Task]:
     share a role."""
     groups = op.groups()
     roles = [str(g.role.data) for g in groups]
+    ev.state.setdefault("collectives", {})  # forks share it: reductions across warpgroups
     tasks = []
     for k, (group, role) in enumerate(zip(groups, roles, strict=True)):
         label = role if roles.count(role) == 1 else f"{role} {roles[:k].count(role)}"

@@ -1132,36 +1132,61 @@ def _column_reduce(ev: Evaluator, op: nvgpu.FragmentColumnReduceOp, operands: li
     return (result.astype(np.float32),)
 
 
+def _partials_plan(op: nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp):
+    """(row pitch, value columns, rows) of the op's partials plan (`legalize-nvgpu`)."""
+    rows = op.warp_rows if isinstance(op, nvgpu.FragmentColumnStageOp) else op.partial_rows
+    if op.row_pitch is None or op.value_cols is None or rows is None:
+        raise error(op, "has no partials plan; run legalize-nvgpu first")
+    return op.row_pitch.value.data, np.array(op.value_cols.get_values()), rows.value.data
+
+
+def in_slot(op: Operation, smem: Smem, index: int, addresses: np.ndarray) -> np.ndarray:
+    """`addresses`, each of which must lie in slot `index` of `smem`."""
+    if (touched_slots(op, smem, addresses) != index).any():
+        raise error(op, f"reaches bytes outside slot {index} of {smem.name}")
+    return addresses
+
+
 def _column_stage(ev: Evaluator, op: nvgpu.FragmentColumnStageOp, operands: list[Any]) -> tuple:
-    """The active threads of each warp's first lane row write row `warp` of the slot."""
-    value, smem, slot = operands
+    """Each active thread whose origin row r is a multiple of `warp_rows` writes value v at
+    partials row `row + r / warp_rows`, column `origin + value_cols[v]` (the partials plan)."""
+    value, smem, slot, *row = operands
     values = fragment_value(op, value)
+    pitch, cols, warp_rows = _partials_plan(op)
+    row0, col0 = op.value.type.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
     mask = warpgroup(ev).mask
-    (cols,) = coords_of(op.value.type)
-    threads = np.arange(WARPGROUP_THREADS)
-    writers = mask & (threads % 32 < 4)
+    writers = mask & (row0 % warp_rows == 0)
+    rows = row0 // warp_rows
+    if row:
+        rows = rows + per_value(row[0], (WARPGROUP_THREADS, 1))[:, 0]
     guard = warpgroup(ev).last_wait.get(int(np.argmax(mask)))
-    target = begin_write(op, smem, int(uniform(op, slot, mask)), guard)
-    warps = np.broadcast_to((threads // 32)[:, None], cols.shape)
-    addresses = target.start + 4 * (warps * op.value.type.get_shape()[0] + cols)
-    smem.memory.write(op, addresses[writers], values[writers].astype(np.float32))
+    index = int(uniform(op, slot, mask))
+    target = begin_write(op, smem, index, guard)
+    eb = smem.dtype.itemsize
+    addresses = target.start + (rows * pitch + eb * col0)[:, None] + eb * cols
+    addresses = in_slot(op, smem, index, addresses[writers])
+    smem.memory.write(op, addresses, values[writers].astype(np.float32))
     target.written = True
     return ()
 
 
 def _column_combine(ev: Evaluator, op: nvgpu.FragmentColumnCombineOp, operands: list[Any]):
-    """Every thread combines rows 0..3 (the warps) of its columns, in warp order."""
+    """Every thread combines partials rows 0 .. partial_rows - 1 of its columns, in order."""
     smem, slot = operands
-    start = readable(op, smem, int(uniform(op, slot, warpgroup(ev).mask))).start
-    (cols,) = coords_of(op.result.type)
-    width = op.result.type.get_shape()[0]
+    pitch, cols, rows = _partials_plan(op)
+    index = int(uniform(op, slot, warpgroup(ev).mask))
+    start = readable(op, smem, index).start
+    _, col0 = op.result.type.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    eb = smem.dtype.itemsize
+    columns = start + eb * (col0[:, None] + cols)
 
-    def row(warp: int) -> np.ndarray:  # row `warp` of the partials, one f32 per column
-        return smem.memory.read(op, start + 4 * (warp * width + cols), np.dtype(np.float32))
+    def row(k: int) -> np.ndarray:  # partials row k, one f32 per value
+        addresses = in_slot(op, smem, index, columns + k * pitch)
+        return smem.memory.read(op, addresses, np.dtype(np.float32))
 
     result = row(0)
-    for warp in range(1, smem.type.slot_shape[0]):
-        result = COLUMN_COMBINE[op.kind.data](result, row(warp))
+    for k in range(1, rows):
+        result = COLUMN_COMBINE[op.kind.data](result, row(k))
     return (result.astype(np.float32),)
 
 

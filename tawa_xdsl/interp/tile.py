@@ -10,8 +10,8 @@ write into the caller's arrays in place; the written arrays are also returned.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,13 @@ from tawa_xdsl.interp.arith import ARITH_HANDLERS
 from tawa_xdsl.interp.dtypes import InterpreterError, convert, dtype_name, numpy_dtype
 from tawa_xdsl.interp.engine import (
     STRUCTURE_HANDLERS,
+    Blocked,
     Evaluator,
     Handler,
     Program,
     Return,
     location,
+    sync_point,
 )
 
 
@@ -88,14 +90,55 @@ def _dot(ev: Evaluator, op: tile.DotOp, operands: list[Any]) -> tuple[np.ndarray
     return ((product + acc.astype(np.float32)).astype(_dtype_of(op.result.type)),)
 
 
-def _reduce(ev: Evaluator, op: tile.ReduceOp, operands: list[Any]) -> tuple[np.ndarray]:
+def _reduce(ev: Evaluator, op: tile.ReduceOp, operands: list[Any]) -> Any:
     """max, or a sum accumulated in f32 (i64 for integers) and rounded once, as the GPU's
-    f32 fragment reduction does; numpy would add bf16 elements in bf16, one rounding each."""
+    f32 fragment reduction does; numpy would add bf16 elements in bf16, one rounding each.
+    `across(n)`: this warpgroup's reduction, then every warpgroup's combined (`_across`)."""
     source, axis = operands[0], op.axis.value.data
     if op.kind.data == tile.ReduceKind.MAX:
-        return (np.max(source, axis=axis),)
-    wide = np.float32 if source.dtype.kind not in "iub" else np.int64
-    return (np.sum(source.astype(wide), axis=axis).astype(source.dtype),)
+        local = np.max(source, axis=axis)
+    else:
+        wide = np.float32 if source.dtype.kind not in "iub" else np.int64
+        local = np.sum(source.astype(wide), axis=axis).astype(source.dtype)
+    if op.warpgroups is None:
+        return (local,)
+    return _across(ev, op, local, op.warpgroups.value.data)
+
+
+@dataclass
+class Collective:
+    """The warpgroups' contributions to one reduction across warpgroups, per round."""
+
+    parts: dict[int, np.ndarray] = field(default_factory=dict)
+    rounds: dict[int, list] = field(default_factory=dict)  # round -> [result, readers left]
+    round: int = 0
+
+
+def _across(
+    ev: Evaluator, op: tile.ReduceOp, local: np.ndarray, warpgroups: int
+) -> Generator[Blocked, None, tuple[np.ndarray]]:
+    """Wait until all `warpgroups` warpgroups of the group have reached this reduction, then
+    return their results combined in warpgroup order (each warpgroup its own copy)."""
+    boards = ev.state.get("collectives")
+    if boards is None or "warpgroup" not in ev.state:
+        raise InterpreterError(f"{location(op)}: a reduction across warpgroups outside a group")
+    board = boards.setdefault(op, Collective())
+    mine = board.round
+    board.parts[ev.state["warpgroup"]] = local
+    if len(board.parts) == warpgroups:
+        parts = [board.parts[w] for w in sorted(board.parts)]
+        combine = np.maximum if op.kind.data == tile.ReduceKind.MAX else np.add
+        total = parts[0]
+        for part in parts[1:]:
+            total = combine(total, part).astype(local.dtype)
+        board.rounds[mine] = [total, warpgroups]
+        board.parts, board.round = {}, mine + 1
+    yield from sync_point(op, f"{warpgroups} warpgroups' reduction", lambda: mine in board.rounds)
+    entry = board.rounds[mine]
+    entry[1] -= 1
+    if not entry[1]:
+        del board.rounds[mine]
+    return (np.array(entry[0], copy=True),)
 
 
 _COMPARE = {

@@ -10,15 +10,17 @@ no dot splits as a GEMM does), followed through elementwise ops, reductions, exp
 broadcast, reshape, trans, permute, join, split and loop-carried values. Each warpgroup w
 takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get),
 builds its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
-Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
+A reduction along the rows becomes `tile.reduce ... across(2)`: each warpgroup reduces its
+rows and gets the reduction over both. Every warpgroup gets and releases every use (lower-aref
+counts them on the empty barrier).
 
 Options:
   consumers: int | None = 1   cooperative consumer warpgroups: 1 (nothing to do), 2, or
                               None (chosen from the tile rows, as above).
 
 Refused: input not produced by distribute, consumers not in {1, 2}, a tile whose rows cannot
-be split (a reduction along the rows, a dot whose B operand depends on the rows, row counts
-that differ or are not a multiple of 64 per warpgroup).
+be split (a dot whose B operand depends on the rows, row counts that differ or are not a
+multiple of 64 per warpgroup).
 """
 
 from __future__ import annotations
@@ -147,8 +149,6 @@ def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
     for op in ops:
         if isinstance(op, tile.DotOp) and op.rhs in axes:
             raise error(op, PASS, "cannot split rows: the dot's B operand depends on the rows")
-        if isinstance(op, tile.ReduceOp) and axes.get(op.source) == op.axis.value.data:
-            raise error(op, PASS, "cannot split rows: a reduction runs along the rows")
     return axes
 
 
@@ -161,7 +161,7 @@ def chosen_consumers(group: aref.GroupOp) -> int:
     128 (64 rows each at least), else 1 (also when its rows cannot be split at all)."""
     try:
         sizes = _row_sizes(_row_axes(group))
-    except TawaError:  # a reduction along the rows, a row-dependent B: one warpgroup
+    except TawaError:  # a row-dependent B, a tile split along two dims: one warpgroup
         return 1
     return 2 if len(sizes) == 1 and next(iter(sizes)) % 128 == 0 else 1
 
@@ -192,6 +192,9 @@ def split_rows(group: aref.GroupOp, consumers: int) -> None:
     wg.result.name_hint, row0.result.name_hint = "wg", "row0"
     Rewriter.insert_op([wg, rows_c, row0, zero], InsertPoint.before(first))
 
+    for op in group.body.walk():  # a reduction along the rows spans every warpgroup's rows
+        if isinstance(op, tile.ReduceOp) and axes.get(op.source) == op.axis.value.data:
+            op.warpgroups = IntegerAttr(consumers, i32)
     stores = [
         (op, axes[op.value])
         for op in group.body.walk()

@@ -29,6 +29,12 @@ that needs a plan gets it as properties, checked by the op's verifier:
   `ld.shared`: `row_pitch` (bytes between rows of a column slab), `slab_pitch` (between
   slabs) and `swizzle` (the XOR of 16-byte chunks by row, TMA's and wgmma's), so byte x of
   row r is at `slot_byte(r, x)` (`dialects/nvgpu/fragment.py`).
+* `nvgpu.fragment_column_stage` / `nvgpu.fragment_column_combine` (a reduction along the
+  rows, its warps' partials exchanged through smem): the partials plan, `row_pitch` (bytes
+  of one partials row), `value_cols` (each value's column from the thread's origin column,
+  the `wgmma_col` layout's) and, for a stage, `warp_rows` (a thread whose origin row r is a
+  multiple of it stores, at partials row r / warp_rows: one lane row per warp), for a
+  combine, `partial_rows` (the rows it combines, in order).
 
 Each plan is a static fact of the buffer type, so the op's verifier checks it (a stride, pitch
 or swizzle that is not the buffer's is refused); the nvgpu interpreter runs it on shared memory
@@ -180,6 +186,23 @@ def plan_addresses(op: nvgpu.FragmentStoreOp | nvgpu.FragmentLoadOp) -> None:
     op.swizzle = IntegerAttr(buf.swizzle_bytes, i32)
 
 
+def plan_partials(op: nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp) -> None:
+    """The partials plan of a column reduction's smem exchange: the bytes of one partials
+    row, each value's column from the thread's origin column (the `wgmma_col` layout's), and
+    the accumulator rows per staging warp (a stage) or the rows to combine (a combine)."""
+    buf = smem_type(op.buf)
+    frag = fragment_type(op.value if isinstance(op, nvgpu.FragmentColumnStageOp) else op.result)
+    shape, layout = frag.get_shape(), frag.layout_object
+    op.row_pitch = IntegerAttr(buf.slot_shape[-1] * element_bytes(buf.element_type), i32)
+    cols = [layout.value_offset(shape, v) for v in range(frag.values_per_thread())]
+    op.value_cols = DenseArrayBase.from_list(i32, cols)
+    rows = IntegerAttr(op.expected_rows(), i32)
+    if isinstance(op, nvgpu.FragmentColumnStageOp):
+        op.warp_rows = rows
+    else:
+        op.partial_rows = rows
+
+
 def legalize_fragment_mask(op: nvgpu.FragmentMaskOp) -> None:
     rows, cols = fragment_type(op.source).get_shape()
     corners = [
@@ -214,8 +237,8 @@ def legalize_store_global(op: nvgpu.FragmentStoreGlobalOp) -> None:
 
 @dataclass(frozen=True)
 class LegalizeNvgpuPass(ModulePass):
-    """Write the smem placement and the descriptor, box, branch, store and address plans
-    emit-ptx prints (see the module docstring)."""
+    """Write the smem placement and the descriptor, box, branch, store, address and
+    partials plans emit-ptx prints (see the module docstring)."""
 
     name = "legalize-nvgpu"
 
@@ -239,3 +262,5 @@ class LegalizeNvgpuPass(ModulePass):
                 plan_addresses(inner)
             elif isinstance(inner, nvgpu.FragmentLoadOp):
                 plan_addresses(inner)
+            elif isinstance(inner, nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp):
+                plan_partials(inner)

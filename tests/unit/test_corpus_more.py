@@ -150,11 +150,23 @@ def test_what_the_layout_does_not_allow_is_refused_in_one_line(kernel, out_cols,
     assert_refused(kernel, _args(kernel, *out_cols), message)
 
 
-def test_a_reduction_along_rows_split_over_two_warpgroups_is_refused_in_one_line() -> None:
-    """By default a reduction along axis 0 keeps its rows on one consumer warpgroup (the
-    corpus's column kernels); two cooperative consumers cannot split them."""
-    message = "cannot split rows: a reduction runs along the rows"
-    assert_refused(column_sum, _args(column_sum, COLS), message, num_consumer_groups=2)
+@needs_ptxas
+def test_a_reduction_along_rows_split_over_two_warpgroups_matches_numpy() -> None:
+    """Two cooperative consumers split the 128 rows; the column sums span both (their 8
+    warps' partials, one named barrier over 256 threads) in every interpreter and in PTX."""
+    args = _args(column_sum, COLS)
+    compiled = column_sum.compile(*args, BLOCK_M=ROWS, BLOCK_N=COLS, num_consumer_groups=2)
+    assert_assembles(compiled.gpu_kernel().ptx)
+    x = np.ones((ROWS, COLS), np.float32)
+    expected = x - x.sum(axis=0, keepdims=True)
+    column_sum[(1,)](*args, BLOCK_M=ROWS, BLOCK_N=COLS, interpret=True, num_consumer_groups=2)
+    np.testing.assert_array_equal(args[1].base, expected)
+    lowered = lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False))
+    (combine,) = [op for op in lowered.walk() if op.name == "nvgpu.fragment_column_combine"]
+    assert combine.partial_rows.value.data == 8
+    args[1].base[...] = 0
+    run_nvgpu_kernel(lowered, (1,), [host_descriptor(a) for a in args])
+    np.testing.assert_array_equal(args[1].base, expected)
 
 
 def assert_refused(kernel, args: list, message: str, **options) -> None:

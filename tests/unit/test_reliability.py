@@ -195,8 +195,8 @@ ROWS = [
     Row("opt-column-max-two-consumers", "tawa-opt",
         lambda t: [write(t, "colmax.mlir", column_max_ir()), "-p",
                    "tawa-warp-specialize{consumers=2},lower-aref,lower-to-nvgpu"], 1,
-        r".*colmax\.mlir:\d+:\d+: error: cooperative-consumers: cannot split rows: a "
-        r"reduction runs along the rows"),
+        r".*colmax\.mlir:\d+:\d+: error: cooperative-consumers: cannot split rows \[64\] into "
+        r"2 warpgroups of a multiple of 64 rows"),
     # tawa-opt: shared memory, refused before lowering and before any PTX is written
     Row("opt-ring-1000-deep", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{stages=1000},lower-aref,lower-to-nvgpu",
@@ -501,15 +501,16 @@ def test_api_recursion() -> None:
 
 
 def test_api_column_max_over_two_consumers_names_the_line() -> None:
-    """A reduction along axis 0 runs on one consumer warpgroup; two cannot split its rows."""
+    """Two consumer warpgroups cannot split the 64 rows of the kernel's tile (a reduction
+    along them would span both): the kernel is named."""
     from xdsl.utils.exceptions import DiagnosticException
 
     compiled = column_max.compile(desc((64, 64)), desc((64, 64)), num_consumer_groups=2)
     with pytest.raises(DiagnosticException) as info:
         compiled.ir["nvgpu"]
     assert re.match(
-        rf"{re.escape(THIS_FILE)}:{line_of('column-max')}:\d+: error: cooperative-consumers: "
-        r"cannot split rows: a reduction runs along the rows",
+        rf"{re.escape(THIS_FILE)}:{column_max.fn.__code__.co_firstlineno + 1}:\d+: error: "
+        r"cooperative-consumers: cannot split rows \[64\] into 2 warpgroups",
         one_line(info.value),
     ), str(info.value)
 

@@ -1,8 +1,9 @@
 """emit-ptx for reshapes of fragments and column vectors: `nvgpu.fragment_gather` as
 register moves (`mov.f32` per value, `mov.b32` per packed pair of 16-bit values) in the order
 the op's plan gives; reductions along the rows (per-thread chains, lane butterflies, the
-warps' partials through smem), their broadcast over the rows and their stores. Which value
-sits where comes from the layout objects; nothing is decided here."""
+warps' partials through smem at the bytes of the op's partials plan), their broadcast over the
+rows and their stores. Which value sits where comes from the layout objects and the plans
+`legalize-nvgpu` wrote; nothing is decided here."""
 
 from __future__ import annotations
 
@@ -18,8 +19,7 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
 )
 from tawa_xdsl.backend.ptx import Reg
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import WGMMA_COL, FragmentType, SmemType
-from tawa_xdsl.dialects.nvgpu.fragment import WARPS_PER_WARPGROUP
+from tawa_xdsl.dialects.nvgpu import WGMMA_COL, FragmentType, element_bytes, smem_type
 from tawa_xdsl.dialects.tile import ReduceKind
 
 HANDLERS = Handlers()
@@ -67,52 +67,58 @@ def fragment_column_reduce(p: KernelPrinter, op: Operation) -> None:
             b.binary(mnemonic, reg, reg, other)
 
 
-def _column_addresses(p: KernelPrinter, buf: SSAValue, slot: SSAValue, ty: FragmentType):
-    """(slot base register, the thread's origin column, its warp, whether it is in its warp's
-    first lane row) of a column-partials slot (one f32 row per warp)."""
-    smem = buf.type
-    assert isinstance(smem, SmemType)
+def partials_plan(op: nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp):
+    """(row pitch, value columns, rows) of a column-partials op's plan (`legalize-nvgpu`)."""
+    rows = op.warp_rows if isinstance(op, nvgpu.FragmentColumnStageOp) else op.partial_rows
+    if op.row_pitch is None or op.value_cols is None or rows is None:
+        raise fail(op, "has no partials plan; run legalize-nvgpu first")
+    cols = [int(c) for c in op.value_cols.get_values()]
+    return op.row_pitch.value.data, cols, rows.value.data
+
+
+def column_origin(p: KernelPrinter, ty: FragmentType, buf: SSAValue, slot: SSAValue):
+    """(the thread's origin row, the slot byte of its origin column) of a partials slot."""
     row0, col0 = p.lane_origin(ty)
     base = p.addr_reg(p.slot_addr(buf, slot))
-    warp, first_row = p.b.new("b32"), p.b.new("pred")
-    p.b.binary("shr.u32", warp, row0, 4)
-    lane_row = p.b.new("b32")
-    p.b.binary("and.b32", lane_row, row0, 15)
-    p.b.setp("eq", "u32", first_row, lane_row, 0)
-    return base, col0, warp, first_row
+    eb = element_bytes(smem_type(buf).element_type)
+    addr = p.b.new("b32")
+    p.b.emit(f"mad.lo.u32 {addr}, {col0}, {eb}, {base}")
+    return row0, addr, eb
 
 
 @HANDLERS.on(nvgpu.FragmentColumnStageOp)
 def fragment_column_stage(p: KernelPrinter, op: Operation) -> None:
-    """The first lane row of each warp stores its values at row `warp`, column
-    `origin + value_offset(v)`."""
+    """The threads whose origin row r is a multiple of `warp_rows` store value v at partials
+    row `row + r / warp_rows`, column `origin + value_cols[v]`."""
     assert isinstance(op, nvgpu.FragmentColumnStageOp)
-    ty, b = frag_type(op.value), p.b
-    cols = ty.get_shape()[0]
-    base, col0, warp, first_row = _column_addresses(p, op.buf, op.slot, ty)
-    addr = b.new("b32")
-    b.emit(f"mad.lo.u32 {addr}, {warp}, {cols}, {col0}")
-    b.emit(f"mad.lo.u32 {addr}, {addr}, 4, {base}")
-    for v, reg in enumerate(p.frag(op.value)):
-        offset = 4 * WGMMA_COL.value_offset(ty.get_shape(), v)
-        b.emit(f"st.shared.f32 [{addr}+{offset}], {reg}", str(first_row))
+    pitch, cols, warp_rows = partials_plan(op)
+    b = p.b
+    row0, addr, eb = column_origin(p, frag_type(op.value), op.buf, op.slot)
+    # warp_rows is the layout's 16 (the verifier's check): a shift and a mask
+    warp, lane_row, first_row = b.new("b32"), b.new("b32"), b.new("pred")
+    b.binary("shr.u32", warp, row0, warp_rows.bit_length() - 1)
+    b.binary("and.b32", lane_row, row0, warp_rows - 1)
+    b.setp("eq", "u32", first_row, lane_row, 0)
+    if op.row is not None:
+        b.binary("add.u32", warp, warp, p.operand(op.row))
+    b.emit(f"mad.lo.u32 {addr}, {warp}, {pitch}, {addr}")
+    for col, reg in zip(cols, p.frag(op.value), strict=True):
+        b.emit(f"st.shared.f32 [{addr}+{eb * col}], {reg}", str(first_row))
 
 
 @HANDLERS.on(nvgpu.FragmentColumnCombineOp)
 def fragment_column_combine(p: KernelPrinter, op: Operation) -> None:
-    """Every thread reads rows 0..3 (the warps) of its columns and combines them in order."""
+    """Every thread reads partials rows 0 .. partial_rows - 1 of its columns and combines
+    them in order."""
     assert isinstance(op, nvgpu.FragmentColumnCombineOp)
-    ty, b = frag_type(op.result), p.b
-    cols = ty.get_shape()[0]
-    base, col0, _, _ = _column_addresses(p, op.buf, op.slot, ty)
-    addr = b.new("b32")
-    b.emit(f"mad.lo.u32 {addr}, {col0}, 4, {base}")
-    for v, reg in enumerate(p.frag(op.result)):
-        offset = 4 * WGMMA_COL.value_offset(ty.get_shape(), v)
-        b.emit(f"ld.shared.f32 {reg}, [{addr}+{offset}]")
-        for warp in range(1, WARPS_PER_WARPGROUP):
+    pitch, cols, rows = partials_plan(op)
+    b = p.b
+    _, addr, eb = column_origin(p, frag_type(op.result), op.buf, op.slot)
+    for col, reg in zip(cols, p.frag(op.result), strict=True):
+        b.emit(f"ld.shared.f32 {reg}, [{addr}+{eb * col}]")
+        for row in range(1, rows):
             other = b.new("f32")
-            b.emit(f"ld.shared.f32 {other}, [{addr}+{offset + 4 * warp * cols}]")
+            b.emit(f"ld.shared.f32 {other}, [{addr}+{eb * col + row * pitch}]")
             b.binary(COMBINE[op.kind.data], reg, reg, other)
 
 

@@ -33,7 +33,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tawa_xdsl.dialects.nvgpu.hardware import WARP_THREADS, WARPGROUP_THREADS
+from tawa_xdsl.dialects.nvgpu.hardware import WARP_THREADS, WARPGROUP_ROWS, WARPGROUP_THREADS
 from tawa_xdsl.dialects.nvgpu.layout import WGMMA_ACC, column_gather
 from tawa_xdsl.dialects.nvgpu.types import (
     FP8_TYPES,
@@ -868,32 +868,85 @@ class FragmentColumnReduceOp(IRDLOperation):
 
 def _verify_column_slot(op: IRDLOperation, buf: SSAValue, slot: SSAValue, columns: int) -> None:
     smem = smem_type(buf)
-    if tuple(smem.slot_shape) != (WARPS_PER_WARPGROUP, columns) or not isinstance(
-        smem.element_type, Float32Type
+    shape = tuple(smem.slot_shape)
+    if (
+        len(shape) != 2
+        or shape[0] % WARPS_PER_WARPGROUP
+        or shape[1] != columns
+        or not isinstance(smem.element_type, Float32Type)
     ):
         raise VerifyException(
-            f"'{op.name}' needs an f32 slot of one row per warp and column "
-            f"({WARPS_PER_WARPGROUP}x{columns}), got {format_shape(smem.slot_shape)} of "
-            f"{smem.element_type}"
+            f"'{op.name}' needs an f32 slot of one row per warp of its warpgroups and one "
+            f"column per column ({WARPS_PER_WARPGROUP}n x {columns}), got "
+            f"{format_shape(smem.slot_shape)} of {smem.element_type}"
         )
     verify_slot(op, slot, smem.slot_count, "buffer")
+
+
+def verify_partials_plan(
+    op: FragmentColumnStageOp | FragmentColumnCombineOp, rows: IntegerAttr | None
+) -> None:
+    """A column-partials plan (written by legalize-nvgpu) has all its numbers or none, and
+    they are the slot's and the layout's: `row_pitch` the bytes of one partials row,
+    `value_cols` each value's column from the thread's origin column (the layout's), and
+    `rows` (`warp_rows` of a stage, `partial_rows` of a combine) as `expected_rows` says."""
+    parts = (op.row_pitch, op.value_cols, rows)
+    if all(part is None for part in parts):
+        return
+    if any(part is None for part in parts):
+        raise VerifyException(f"'{op.name}' partials plan needs all of {op.PLAN_FIELDS}")
+    smem = smem_type(op.buf)
+    frag = fragment_type(op.result if isinstance(op, FragmentColumnCombineOp) else op.value)
+    got = (
+        op.row_pitch.value.data,  # type: ignore[union-attr]
+        [int(c) for c in op.value_cols.get_values()],  # type: ignore[union-attr]
+        rows.value.data,  # type: ignore[union-attr]
+    )
+    expected = (
+        smem.slot_shape[-1] * element_bytes(smem.element_type),
+        [frag.layout_object.value_offset(frag.get_shape(), v) for v in range(len(got[1]))],
+        op.expected_rows(),
+    )
+    if got != expected:
+        raise VerifyException(
+            f"'{op.name}' partials plan {op.PLAN_FIELDS} = {got} does not address "
+            f"{smem} from a {frag}: expected {expected}"
+        )
 
 
 @irdl_op_definition
 class FragmentColumnStageOp(IRDLOperation):
     """Write each warp's column partials (a `wgmma_col` fragment of f32) into row `warp` of
-    smem slot `slot`: the 4 lanes of the warp's first lane row store (`st.shared.f32`)."""
+    smem slot `slot` (with `row`, row `row + warp`: the warpgroup's rows of a slot that
+    several warpgroups share): the 4 lanes of the warp's first lane row store
+    (`st.shared.f32`).
+
+    Partials plan (`legalize-nvgpu`): the thread whose layout origin is (r, c) stores, when
+    r is a multiple of `warp_rows` (one lane row of each warp: every column once), value v
+    at byte `(row + r / warp_rows) * row_pitch + 4 * (c + value_cols[v])` of the slot."""
 
     name = "nvgpu.fragment_column_stage"
 
     value = operand_def(FragmentType)
     buf = operand_def(SmemType)
     slot = operand_def(i32)
+    row = opt_operand_def(i32)
+    row_pitch = opt_prop_def(IntegerAttr[I32])
+    warp_rows = opt_prop_def(IntegerAttr[I32])
+    value_cols = opt_prop_def(DenseArrayBase)
 
-    assembly_format = "$value `,` $buf `[` $slot `]` attr-dict `:` type($value) `,` type($buf)"
+    assembly_format = (
+        "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+    PLAN_FIELDS: ClassVar[str] = "(row_pitch, value_cols, warp_rows)"
 
-    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue):
-        super().__init__(operands=[value, buf, slot])
+    def __init__(self, value: SSAValue, buf: SSAValue, slot: SSAValue, row: SSAValue | None = None):
+        super().__init__(operands=[value, buf, slot, [row] if row else []])
+
+    def expected_rows(self) -> int:
+        """The accumulator rows of one warp: each warp of the warpgroup stages one row."""
+        return WARPGROUP_ROWS // WARPS_PER_WARPGROUP
 
     def verify_(self) -> None:
         frag = fragment_type(self.value)
@@ -902,13 +955,18 @@ class FragmentColumnStageOp(IRDLOperation):
                 f"'nvgpu.fragment_column_stage' stores a wgmma_col fragment of f32, got {frag}"
             )
         _verify_column_slot(self, self.buf, self.slot, frag.get_shape()[0])
+        verify_partials_plan(self, self.warp_rows)
 
 
 @irdl_op_definition
 class FragmentColumnCombineOp(IRDLOperation):
-    """Every thread reads the 4 warps' partials of its columns from smem slot `slot` (one
-    row per warp, written by `fragment_column_stage` before a named barrier) and combines
-    them in warp order: the column reduction over the whole warpgroup."""
+    """Every thread reads the partials of its columns from smem slot `slot` (one row per
+    warp of every warpgroup sharing the slot, written by `fragment_column_stage` before a
+    named barrier) and combines them in row order: the column reduction over all their rows.
+
+    Partials plan (`legalize-nvgpu`): the thread whose layout origin column is c combines,
+    for value v, the f32 at bytes `k * row_pitch + 4 * (c + value_cols[v])` of the slot for
+    k = 0 .. `partial_rows` - 1, in that order."""
 
     name = "nvgpu.fragment_column_combine"
 
@@ -916,13 +974,22 @@ class FragmentColumnCombineOp(IRDLOperation):
     buf = operand_def(SmemType)
     slot = operand_def(i32)
     result = result_def(FragmentType)
+    row_pitch = opt_prop_def(IntegerAttr[I32])
+    partial_rows = opt_prop_def(IntegerAttr[I32])
+    value_cols = opt_prop_def(DenseArrayBase)
 
     assembly_format = "$kind $buf `[` $slot `]` attr-dict `:` type($buf) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    PLAN_FIELDS: ClassVar[str] = "(row_pitch, value_cols, partial_rows)"
 
     def __init__(self, kind: ReduceKind, buf: SSAValue, slot: SSAValue, result: FragmentType):
         super().__init__(
             operands=[buf, slot], properties={"kind": ReduceKindAttr(kind)}, result_types=[result]
         )
+
+    def expected_rows(self) -> int:
+        """Every row of the slot: one per staging warp."""
+        return smem_type(self.buf).slot_shape[0]
 
     def verify_(self) -> None:
         frag = fragment_type(self.result)
@@ -931,6 +998,7 @@ class FragmentColumnCombineOp(IRDLOperation):
                 f"'nvgpu.fragment_column_combine' makes a wgmma_col fragment of f32, got {frag}"
             )
         _verify_column_slot(self, self.buf, self.slot, frag.get_shape()[0])
+        verify_partials_plan(self, self.partial_rows)
 
 
 @irdl_op_definition

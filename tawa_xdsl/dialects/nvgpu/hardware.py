@@ -15,12 +15,12 @@ MAX_NAMED_BARRIER_ID = 15  # 16 named barriers per CTA, ids 0..15
 # Who uses which named barrier (0 is the CTA-wide bar.sync): the producer group publishing
 # register payloads, the consumers' TMA-store staging, the two ping-pong turns, and a
 # consumer group whose threads read a slot into registers before one thread releases it, and
-# a consumer warpgroup exchanging the warps' partials of a reduction along the rows.
+# a consumer group exchanging its warps' partials of a reduction along the rows.
 PRODUCER_BARRIER_ID = 1
 EPILOGUE_BARRIER_ID = 2
 PINGPONG_BARRIER_IDS = (3, 4)
 SLOT_READ_BARRIER_ID = 5  # a consumer group's threads, done reading a slot into registers
-COLUMN_REDUCE_BARRIER_ID = 6  # a consumer warpgroup, around its column partials in smem
+COLUMN_REDUCE_BARRIER_ID = 6  # a consumer group's warpgroups, around their column partials
 MAX_CTA_THREADS = 1024
 
 TMA_MAX_BOX_DIM = 256  # every box dim is in 1..256 (§3.2)

@@ -13,7 +13,8 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
 * `tile.reduce` along the row axis (columns, axis 1) -> per-thread `fragment_row_reduce` and
   two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials; along axis 0
   (rows) -> a `wgmma_col` column vector: `fragment_column_reduce` (the thread's rows and its
-  warp's lane rows), the 4 warps' partials through an smem slot between two named barriers
+  warp's lane rows), the partials of the 4 warps of each warpgroup it spans (`across(n)`)
+  through an smem slot between two named barriers over their threads
   (`fragment_column_stage`, `fragment_column_combine`); `expand_dims(v, 0)` of it is the
   fragment, `broadcast` over the rows -> `fragment_broadcast_columns`;
 * `tile.reshape`, `tile.permute`, `tile.join` and `tile.split` of accumulator fragments keep
@@ -51,7 +52,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from tawa_xdsl.diagnostics import first_line
-from tawa_xdsl.dialects import nvgpu, tile
+from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import (
     COLUMN_REDUCE_BARRIER_ID,
     WARPGROUP_THREADS,
@@ -383,28 +384,38 @@ def row_reduce(op: tile.ReduceOp) -> None:
 
 
 def column_reduce(op: tile.ReduceOp, warpgroups: int) -> None:
-    """In f32: each warp's partial in registers (`fragment_column_reduce`), the 4 warps'
-    partials through an smem slot of one row per warp, between two named barriers of the
-    warpgroup (the second lets the next reduction reuse nothing half-read)."""
-    if warpgroups != 1:
-        raise fail(op, f"reduces along rows that {warpgroups} warpgroups split")
+    """In f32: each warp's partial in registers (`fragment_column_reduce`), the partials of
+    every warp of the n warpgroups the reduction spans (`across(n)`, else 1) through an smem
+    slot of one row per warp (warpgroup w's from row 4 w), between two named barriers over
+    their threads (the second lets the next reduction reuse nothing half-read)."""
+    spans = 1 if op.warpgroups is None else op.warpgroups.value.data
+    if spans != warpgroups:
+        raise fail(op, f"reduces along rows that {warpgroups} warpgroups hold, across {spans}")
     kind = op.kind.data
     ops, (source,) = widened([op.source])
     partial = nvgpu.FragmentColumnReduceOp(kind, source)
     columns = partial.result.type.get_shape()[0]  # type: ignore[union-attr]
-    scratch = nvgpu.SmemAllocOp(nvgpu.SmemType((1, WARPS, columns), f32, 0))
+    scratch = nvgpu.SmemAllocOp(nvgpu.SmemType((1, WARPS * warpgroups, columns), f32, 0))
     scratch.buf.name_hint = "column_partials"
     kernel = op.get_toplevel_object()
     first = next(o for o in kernel.walk() if isinstance(o, func.FuncOp)).body.block.first_op
     assert first is not None
     insert_before(first, [scratch])
     slot = arith.ConstantOp(IntegerAttr(0, i32))
+    row: list[Operation] = []
+    if warpgroups > 1:  # warpgroup w of the group stages rows 4 w .. 4 w + 3
+        wg, warps = aref.WarpgroupIndexOp(), arith.ConstantOp(IntegerAttr(WARPS, i32))
+        row = [wg, warps, arith.MuliOp(wg.result, warps.result)]
     threads = WARPGROUP_THREADS * warpgroups
     total = nvgpu.FragmentColumnCombineOp(kind, scratch.buf, slot.result, partial.result.type)  # type: ignore[arg-type]
+    stage = nvgpu.FragmentColumnStageOp(
+        partial.result, scratch.buf, slot.result, row[-1].results[0] if row else None
+    )
     ops += [
         partial,
         slot,
-        nvgpu.FragmentColumnStageOp(partial.result, scratch.buf, slot.result),
+        *row,
+        stage,
         nvgpu.NamedBarrierSyncOp(COLUMN_REDUCE_BARRIER_ID, threads),
         total,
         nvgpu.NamedBarrierSyncOp(COLUMN_REDUCE_BARRIER_ID, threads),

@@ -2,7 +2,7 @@
 // descriptor bits and steps (and the row term of a slice of A), TMA boxes per 128-byte column
 // slab, the corner bounds of a mask's uniform skip, the store plans of fragment stores (per
 // store: first value, offset from the origin, clipping) and the address plans of ld/st.shared
-// (row pitch, slab pitch, swizzle).
+// (row pitch, slab pitch, swizzle), and the partials plans of a reduction along the rows.
 // RUN: tawa-opt %s -p legalize-nvgpu --split-input-file | filecheck %s
 // RUN: tawa-opt %s -p legalize-nvgpu,legalize-nvgpu --split-input-file | filecheck %s
 
@@ -141,5 +141,23 @@ func.func @a_row_pitch(%a: !nvgpu.smem<1x128x64xf16, swizzle 128>, %at: !nvgpu.s
   // 128 bytes on, so one row of M is 256 bytes.
   // CHECK: nvgpu.wgmma_mma_async {{.*}} a_row_pitch = 256 : i32
   %s = nvgpu.wgmma_mma_async %at[%c0, %row] transpose_a, %bk[%c0], %acc : !nvgpu.smem<1x128x128xf16, swizzle 128>, !nvgpu.smem<1x64x128xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @column_partials
+func.func @column_partials(%acc: !nvgpu.fragment<wgmma_acc, 64x32xf32>) {
+  %c0 = arith.constant 0 : i32
+  %partials = nvgpu.smem_alloc : !nvgpu.smem<1x4x32xf32>
+  %p = nvgpu.fragment_column_reduce sum %acc : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_col, 32xf32>
+  // One 128-byte row of partials per warp: a thread whose origin row is a multiple of the
+  // warp's 16 accumulator rows stores its 8 values at columns origin + 8 (v >> 1) + (v & 1).
+  // CHECK: nvgpu.fragment_column_stage {{.*}} {row_pitch = 128 : i32, value_cols = array<i32: 0, 1, 8, 9, 16, 17, 24, 25>, warp_rows = 16 : i32}
+  nvgpu.fragment_column_stage %p, %partials[%c0] : !nvgpu.fragment<wgmma_col, 32xf32>, !nvgpu.smem<1x4x32xf32>
+  nvgpu.named_barrier_sync 6, 128
+  // Every thread combines the 4 rows of its columns.
+  // CHECK: nvgpu.fragment_column_combine sum {{.*}} {row_pitch = 128 : i32, value_cols = array<i32: 0, 1, 8, 9, 16, 17, 24, 25>, partial_rows = 4 : i32}
+  %t = nvgpu.fragment_column_combine sum %partials[%c0] : !nvgpu.smem<1x4x32xf32> -> !nvgpu.fragment<wgmma_col, 32xf32>
   func.return
 }
