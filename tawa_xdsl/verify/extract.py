@@ -625,7 +625,8 @@ def _tile_start(
     if not (isinstance(value, BlockArgument) and value.block is block and value.index >= 1):
         raise fail(op, f"'{op.name}': its use counter restarts in every iteration of a loop")
     nxt = _yield_of(block, value.index - 1)
-    if not (_plus_one(nxt, value) or _continues(nxt, value)):
+    chained = starts is not None and _ends_chain(nxt, value, block)  # `check_threading` checks
+    if not (_plus_one(nxt, value) or _continues(nxt, value) or chained):
         raise fail(op, f"'{op.name}': the next tile does not continue this tile's use counter")
     _tile_start(loop.iter_args[value.index - 1], outer[:-1], op)
     return value
@@ -650,6 +651,21 @@ def _tile_times_trip(value: SSAValue, tiles: scf.ForOp, inner: scf.ForOp) -> boo
         ):
             return True
     return False
+
+
+def _ends_chain(nxt: SSAValue, start: SSAValue, block: Block) -> bool:
+    """`nxt` ends a chain of loops of `block`, each starting its counter where the one before
+    ended and the first at `start` (a tile's sequence of loops). Only the shape: which loops
+    these are is `check_threading`'s (the ring's loops, the tile ending where its last ends)."""
+    while not _continues(nxt, start):
+        loop = nxt.owner
+        if not (isinstance(loop, scf.ForOp) and loop.parent_block() is block):
+            return False
+        nxt = loop.iter_args[list(loop.results).index(nxt)]
+        peeled = nxt.owner
+        if isinstance(peeled, scf.IfOp) and aref.is_peeled(peeled):
+            nxt = _yield_of(peeled.false_region.blocks[0], list(peeled.results).index(nxt))
+    return True
 
 
 def _continues(nxt: SSAValue, start: SSAValue) -> bool:
@@ -1114,6 +1130,28 @@ class _GroupWalker:
                         op, f"'{op.name}': its use counter does not continue from where the "
                         f"ring's previous loop ({op_location(prev.loops[-1])}) ended",
                     )  # fmt: skip
+        self.check_next_tile(starts)
+
+    def check_next_tile(self, starts: list[SSAValue]) -> None:
+        """A tile loop around a sequence of loops hands the next tile the counter where the
+        sequence's last loop ended (the chain `_tile_start` accepted is these loops)."""
+        start, last = starts[0], self.segments[-1]
+        tiles = start.block.parent_op() if isinstance(start, BlockArgument) else None
+        if not (isinstance(tiles, scf.ForOp) and start.index >= 1):
+            return
+        nxt = _yield_of(start.block, start.index - 1)
+        if len(self.segments) == 1:
+            return  # one loop per tile (or one use): `_tile_start` checked it
+        ends = [r for r in last.ends if _continues(r, starts[-1])]
+        around = tuple(guard for guard in last.ifs if guard.is_ancestor(tiles))
+        for end in ends:
+            try:
+                if self.lift(end, len(starts) - 1, starts, around) == nxt:
+                    return
+            except ExtractionError:
+                continue
+        raise fail(tiles, "the next tile does not continue from where the ring's last loop of "
+                   "this tile ended")  # fmt: skip
 
     def end_of(self, n: int, starts: list[SSAValue], into: tuple[scf.IfOp, ...]) -> SSAValue:
         """The counter value loop n of the sequence leaves, as seen under the conditionals

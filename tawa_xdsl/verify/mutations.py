@@ -745,6 +745,35 @@ def seq_release_moved_to_first(m: ModuleOp) -> None:
     Rewriter.insert_op(held.clone(), InsertPoint.after(held))
 
 
+def _next_tile_from_first_loop(m: ModuleOp, role: str) -> None:
+    """The tile loop around the role's sequence of loops hands the next tile the counter
+    where the tile's first loop ended, not its last: the next tile recounts uses."""
+    loops = _segment_loops(Site(m), role)
+    tiles = loops[0].parent_op()
+    if not isinstance(tiles, scf.ForOp) or loops[-1].parent_op() is not tiles:
+        raise NotApplicable("the sequence is not inside a loop of tiles")
+    first_end = loops[0].results[_counter_index(loops[0])]
+    last_end = loops[-1].results[_counter_index(loops[-1])]
+    yielded = tiles.body.block.last_op
+    assert isinstance(yielded, scf.YieldOp)
+    hits = [n for n, value in enumerate(yielded.operands) if value == last_end]
+    if not hits:
+        raise NotApplicable("the tile loop does not carry the last loop's counter")
+    for n in hits:
+        yielded.operands[n] = first_end
+
+
+def seq_next_tile_from_first_loop(m: ModuleOp) -> None:
+    """The consumer's next tile continues from its first loop's end (the producer's from its
+    last loop's)."""
+    _next_tile_from_first_loop(m, "consumer")
+
+
+def seq_producer_next_tile_from_first_loop(m: ModuleOp) -> None:
+    """The producer's next tile continues from its first loop's end."""
+    _next_tile_from_first_loop(m, "producer")
+
+
 def inner_trip_one_more(m: ModuleOp) -> None:
     """The consumer's inner loop runs one more trip per tile than the producer's."""
     loop = Site(m).main_loop("consumer")
@@ -822,6 +851,12 @@ MUTATIONS: dict[str, Mutation] = {
         Mutation("seq_condition_on_warpgroup", "uniform conditionals", seq_condition_on_warpgroup),
         Mutation("seq_drain_takes_next", "loop sequences", seq_drain_takes_next),
         Mutation("seq_release_moved_to_first", "loop sequences", seq_release_moved_to_first),
+        Mutation("seq_next_tile_from_first_loop", "loop sequences", seq_next_tile_from_first_loop),
+        Mutation(
+            "seq_producer_next_tile_from_first_loop",
+            "loop sequences",
+            seq_producer_next_tile_from_first_loop,
+        ),
         Mutation("inner_trip_one_more", "nested loops", inner_trip_one_more),
     ]
 }

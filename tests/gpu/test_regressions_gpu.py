@@ -10,7 +10,15 @@ From `tawa fuzz --gpu` on the H200, 2026-11-30 (bench/results/fuzz_gpu_2026-11-3
   has, and failed at launch; compile_to_ptx now refuses them with a one-line error (the
   fuzzer counts the refusal as skipped).
 
-The CPU side of these fixes is tested in tests/unit/test_backend_launch.py.
+From the 2026-12-01 GPU run (bench/results/h200_2026-12-01_s5/):
+
+* repro-gpu-4188ff0c10.json, repro-gpu-9735344ead.json, repro-gpu-1ed9c37d0b.json: GEMMs with
+  two K loops in a persistent kernel (f16 and e4m3, BLOCK_M 64 and 128) were refused by the
+  verifier ("the next tile does not continue this tile's use counter"): a loop sequence inside
+  a loop of tiles is now modelled (the next tile continues from the sequence's last loop).
+
+The CPU side of these fixes is tested in tests/unit/test_backend_launch.py and
+tests/unit/test_mutation_corpus.py (persistent_two_loop_gemm and its two mutations).
 """
 
 from __future__ import annotations

@@ -37,16 +37,6 @@ def no_host_copies(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(rt, "to_host", refuse)
 
 
-def gemm_specialization(a, b, c):
-    """The jit specialization `gemm_launch` runs for these tensors (the jit cache is shared with
-    the other GPU test files, which compile the same kernel with other options)."""
-    (m, k), n = a.shape, b.shape[0]
-    return gemm.compile(
-        D(a, [128, 64]), D(b, [128, 64]), D(c, [128, 128]), m, n, k,
-        BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
-    )  # fmt: skip
-
-
 def gemm_launch(a, b, c, stream=None):
     (m, k), n = a.shape, b.shape[0]
     gemm[(tawa_xdsl.cdiv(m, 128) * tawa_xdsl.cdiv(n, 128),)](
@@ -116,8 +106,12 @@ def test_launches_run_on_the_current_or_the_given_stream(device) -> None:
     gemm_launch(a, b, c2, stream=other)
     side.synchronize()
     other.synchronize()
-    compiled = gemm_specialization(a, b, c1)
-    streams = {key[1] for key in compiled.launch_cache().entries}
+    # the launch configs the repeated launches were prepared with (jit.RepeatLaunch)
+    streams = {
+        prepared.config.stream
+        for repeat in gemm.launches.values()
+        for prepared in repeat.prepared.values()
+    }
     assert {side.cuda_stream, other.cuda_stream} <= streams
     ref = (a.float() @ b.float().T).half()
     torch.testing.assert_close(c1, ref, atol=5e-2, rtol=1e-2)

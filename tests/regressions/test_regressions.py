@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tawa_xdsl.fuzz.check import CPU_LEVELS
 from tawa_xdsl.fuzz.repro import replay
 
 REPRODUCERS = sorted(Path(__file__).parent.glob("repro-*.json"))
@@ -24,3 +25,15 @@ def test_reproducer_passes_now(path: Path) -> None:
     result = replay(path)
     assert result.failure is None, str(result.failure)
     assert {"tile", "compile", "aref", "mbarrier"} <= set(result.outcome.ran)
+
+
+# The GPU run's reproducers whose bug was in the compiler or the verifier (not in what the
+# GPU computed) replay on every CPU level too, proof included.
+CPU_REPLAYED = ["repro-gpu-4188ff0c10", "repro-gpu-9735344ead", "repro-gpu-1ed9c37d0b"]
+
+
+@pytest.mark.parametrize("name", CPU_REPLAYED)
+def test_gpu_reproducer_passes_on_the_cpu_levels(name: str) -> None:
+    result = replay(Path(__file__).parent / "gpu" / f"{name}.json", levels=CPU_LEVELS)
+    assert result.failure is None, str(result.failure)
+    assert {"compile", "verify", "mbarrier", "nvgpu"} <= set(result.outcome.ran)

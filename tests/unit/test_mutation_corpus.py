@@ -273,11 +273,22 @@ def test_unmutated_kernels_are_proved_and_run(lowered) -> None:
 # oracle runs them with more trips than the corpus launch, so that a slot released early is
 # refilled while still held.
 
-SEQ_KERNELS = ["two_loop_gemm", "gemm_loops_same_rings_if_taken", "attention_two_stage_causal"]
+SEQ_KERNELS = [
+    "two_loop_gemm",
+    "gemm_loops_same_rings_if_taken",
+    "attention_two_stage_causal",
+    "persistent_two_loop_gemm",  # two_loop_gemm's loops inside a loop of tiles
+]
 SEQ_PLAN: dict[str, list[str]] = {
+    "seq_next_tile_from_first_loop": ["persistent_two_loop_gemm"],
+    "seq_producer_next_tile_from_first_loop": ["persistent_two_loop_gemm"],
     "seq_counter_restarts": SEQ_KERNELS,
+    "seq_counter_skips_one": [
+        "two_loop_gemm",
+        "attention_two_stage_causal",
+        "persistent_two_loop_gemm",
+    ],  # fmt: skip
     "seq_producer_counter_restarts": ["two_loop_gemm", "attention_two_stage_causal"],
-    "seq_counter_skips_one": ["two_loop_gemm", "attention_two_stage_causal"],
     "seq_second_trips_fewer": ["two_loop_gemm", "gemm_loops_same_rings_if_taken"],
     "seq_producer_loop_dropped": ["two_loop_gemm", "attention_two_stage_causal"],
     "seq_condition_negated": ["gemm_loops_same_rings_if_taken"],
@@ -303,11 +314,11 @@ def seq_lowered() -> dict[tuple[str, str], str]:
     cases = {case.name: case for case in forms.CASES}
     out = {}
     for name in SEQ_KERNELS:
-        compiled = cases[name].compile(np.random.default_rng(0))
+        persistent = name.startswith("persistent_")
+        compiled = cases[name.removeprefix("persistent_")].compile(np.random.default_rng(0))
+        options = dataclasses.replace(compiled.options, verify=False, persistent=persistent)
         ir: dict[str, str] = {}
-        lower_to_nvgpu_level(
-            compiled.module, dataclasses.replace(compiled.options, verify=False), ir
-        )
+        lower_to_nvgpu_level(compiled.module, options, ir)
         for level in LEVELS:
             out[(name, level)] = ir[level]
     return out
@@ -327,6 +338,14 @@ def _seq_launch(name: str) -> Launch:
         return Launch((3, 1), args, {}, [(o, answer)])
     a, b = (forms.normal(rng, (128, 640), forms.F16) for _ in range(2))
     c = np.zeros((128, 128), forms.F16)
+    if name == "persistent_two_loop_gemm":  # two tiles in one CTA: the counter crosses tiles
+        a, b = forms.normal(rng, (256, 128), forms.F16), forms.normal(rng, (128, 128), forms.F16)
+        d, e = forms.normal(rng, (256, 192), forms.F16), forms.normal(rng, (128, 192), forms.F16)
+        c = np.zeros((256, 128), forms.F16)
+        answer = forms.wide(a) @ forms.wide(b).T + forms.wide(d) @ forms.wide(e).T
+        grid, extra = persistent_launch((2, 1), 1)
+        args = [*(desc(x, [128, 64]) for x in (a, b, d, e)), desc(c, [128, 128]), 128, 192]
+        return Launch(grid, [*args, *extra], {}, [(c, answer.astype(forms.F16))])
     if name == "two_loop_gemm":
         d, e = (forms.normal(rng, (128, 448), forms.F16) for _ in range(2))
         a, b = a[:, :128].copy(), b[:, :128].copy()
