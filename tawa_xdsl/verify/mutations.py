@@ -1079,6 +1079,80 @@ def hand_off_guard_not_first(m: ModuleOp) -> None:
     _reguard(guard, [other], other.result)
 
 
+LOCKSTEP = (
+    "the interpreter runs a warpgroup's threads in lockstep, so no thread still reads the "
+    "slot when thread 0 releases it (on the GPU the other warps can lag behind)"
+)
+
+
+def _slot_read_sync(m: ModuleOp) -> nvgpu.NamedBarrierSyncOp:
+    """The consumers' `bar.sync` between reading a ring slot into registers and releasing it
+    (under the lag guard of a lagged release)."""
+    for op in _looped(_named(m, nvgpu.NamedBarrierSyncOp, nvgpu.SLOT_READ_BARRIER_ID)):
+        guard = op.parent_op()
+        if isinstance(guard, scf.IfOp) and any(
+            aref.LAG_ATTR in o.attributes for o in guard.walk() if o is not guard
+        ):
+            return op  # type: ignore[return-value]
+    raise NotApplicable("no slot-read barrier under a lag guard")
+
+
+def _release_guard(sync: Operation) -> Operation:
+    """The thread guard around the release that follows `sync`."""
+    after = sync.next_op
+    while after is not None and not any(
+        isinstance(o, nvgpu.MBarrierArriveOp) for o in after.walk()
+    ):
+        after = after.next_op
+    if after is None:
+        raise NotApplicable("no release after the slot-read barrier")
+    return after
+
+
+def slot_read_sync_dropped(m: ModuleOp) -> None:
+    """Thread 0 releases a slot the other threads read into registers with no barrier."""
+    Rewriter.erase_op(_slot_read_sync(m))
+
+
+def slot_read_sync_after_release(m: ModuleOp) -> None:
+    """The slot-read barrier comes after thread 0's release (too late to order the reads)."""
+    sync = _slot_read_sync(m)
+    release = _release_guard(sync)
+    sync.detach()
+    Rewriter.insert_op(sync, InsertPoint.after(release))
+
+
+def slot_read_sync_one_warpgroup(m: ModuleOp) -> None:
+    """Only the first consumer warpgroup takes the slot-read barrier of all (the guard
+    differs between the consumers): it waits for threads that never come."""
+    sync = _slot_read_sync(m)
+    wg = next(o.result for o in m.walk() if isinstance(o, nvgpu.WarpgroupIndexOp))
+    groups = Site(m).groups
+    consumer = next(n for n, g in enumerate(groups) if g.role == "consumer")
+    first = _const(sum(g.count for g in groups[:consumer]), sync)
+    cmp = arith.CmpiOp(wg, first, "eq")
+    Rewriter.insert_op(cmp, InsertPoint.before(sync))
+    guard = scf.IfOp(cmp.result, [], [scf.YieldOp()])
+    Rewriter.insert_op(guard, InsertPoint.before(sync))
+    sync.detach()
+    Rewriter.insert_op(sync, InsertPoint.at_start(guard.true_region.block))
+
+
+def slot_read_sync_threads_wrong(m: ModuleOp) -> None:
+    """The slot-read barrier counts one warpgroup of the two."""
+    sync = _slot_read_sync(m)
+    sync.properties["threads"] = IntegerAttr(sync.threads.value.data // 2, i32)
+
+
+def slot_read_sync_hoisted(m: ModuleOp) -> None:
+    """Safe: the slot-read barrier runs before the lag guard, in every iteration."""
+    sync = _slot_read_sync(m)
+    guard = sync.parent_op()
+    assert guard is not None
+    sync.detach()
+    Rewriter.insert_op(sync, InsertPoint.before(guard))
+
+
 NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -1125,5 +1199,26 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation("hand_off_bound_changed", "named barriers", hand_off_bound_changed),
         Mutation("hand_off_guard_by_warpgroup", "named barriers", hand_off_guard_by_warpgroup),
         Mutation("hand_off_guard_not_first", "named barriers", hand_off_guard_not_first),
+        Mutation(
+            "slot_read_sync_dropped",
+            "slot reads",
+            slot_read_sync_dropped,
+            unseen=LOCKSTEP,
+        ),
+        Mutation(
+            "slot_read_sync_after_release",
+            "slot reads",
+            slot_read_sync_after_release,
+            unseen=LOCKSTEP,
+        ),
+        Mutation("slot_read_sync_one_warpgroup", "slot reads", slot_read_sync_one_warpgroup),
+        Mutation(
+            "slot_read_sync_threads_wrong",
+            "slot reads",
+            slot_read_sync_threads_wrong,
+            unseen="each warpgroup completes a phase of its own, and the interpreter's threads "
+            "of a warpgroup read the slot in lockstep",
+        ),  # fmt: skip
+        Mutation("slot_read_sync_hoisted", "safe", slot_read_sync_hoisted, broken=False),
     ]
 }

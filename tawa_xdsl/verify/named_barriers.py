@@ -10,9 +10,11 @@ per warpgroup, and proves:
   thread guard), its thread count is 128 x the warpgroups taking part, and each of them
   arrives on it equally often for every trip count of every loop (the counts are exact
   polynomials in the trips, `[N > 0]` for the guards `lb < ub`, `iv != lb` (every
-  iteration but the first: N - [N > 0]) and `iv + step < ub` (every iteration but the
-  last, the rotated loop's hand-off: N - [N > 0] too), compared coefficient by
-  coefficient; `iv + step` is assumed not to wrap, as the loop's own increment);
+  iteration but the first: N - [N > 0]), `iv + step < ub` (every iteration but the
+  last, the rotated loop's hand-off: N - [N > 0] too) and a ring's lag guard `x >= L`
+  (the guard of a release lagged by L, which the ring extraction checks counts one use per
+  iteration: N - min(N, L)), compared coefficient by coefficient; `iv + step` is assumed
+  not to wrap, as the loop's own increment);
 * turns: the warpgroups' named-barrier programs, run together with the hardware's counting
   semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
   phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
@@ -29,7 +31,11 @@ per warpgroup, and proves:
   premise that use u of a ring is put / released exactly when its ops ran) and named-barrier
   ops run together to a fixpoint, for 0..D + `TRIPS` uses per tile (D the deepest ring) and
   one or two tiles. Waits and syncs are enabled monotonically by what the others did, so one
-  maximal run decides each case. This part is a bounded check, not a proof for every N.
+  maximal run decides each case. This part is a bounded check, not a proof for every N;
+* slot reads: a ring slot every thread reads into registers (`fragment_load*`) is released
+  by its one thread only after a `bar.sync` of every thread of the group, between the read
+  and the release in program order (a drain with no ring op after it needs none: no use D
+  later exists to refill the slot).
 
 Anything outside the model (a named barrier shared by two groups, under a condition other
 than the warpgroup index, a thread guard or the loop guards above, inside another region
@@ -43,12 +49,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawa_xdsl import protocol
 from tawa_xdsl.diagnostics import op_location
-from tawa_xdsl.dialects import nvgpu
+from tawa_xdsl.dialects import aref, nvgpu
 from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS
 from tawa_xdsl.verify.extract import (
     Actor,
@@ -91,11 +97,13 @@ class Loop:
 @dataclass
 class Guarded:
     """Events under `lb < ub` of a loop (`nonempty`), or in it under `iv != lb`
-    (`notfirst`) or `iv + step < ub` (`notlast`)."""
+    (`notfirst`), `iv + step < ub` (`notlast`) or a ring's lag guard (`lag`: iterations
+    k >= `lag`, the guard of a release lagged by `lag`)."""
 
     kind: str
     loop: scf.ForOp
     items: list
+    lag: int = 0
 
 
 @dataclass
@@ -171,7 +179,26 @@ def _loop_guard(op: scf.IfOp, loops: list[scf.ForOp]) -> Guarded | None:
         for loop in loops:
             if (cond.lhs, cond.rhs) == (loop.body.block.args[0], loop.lb):
                 return Guarded("notfirst", loop, [])
+    lag = _lag_guard(op, cond)
+    if lag and loops and block is loops[-1].body.block:
+        return Guarded("lag", loops[-1], [], lag)
     return None
+
+
+def _lag_guard(op: scf.IfOp, cond: arith.CmpiOp) -> int:
+    """L when `op` is the lag guard `x >= L` of a release lagged by L in its then-block
+    (0 otherwise). The ring extraction checks that such a guard counts the uses of its
+    loop (`counter - start >= L`, one use per iteration), so it holds from iteration L on."""
+    if cond.predicate.value.data not in (5, 9):  # sge, uge
+        return 0
+    lag = protocol.constant_of(cond.rhs)
+    released = [
+        o.attributes[aref.LAG_ATTR]
+        for o in op.true_region.walk()
+        if isinstance(o, nvgpu.MBarrierArriveOp) and aref.LAG_ATTR in o.attributes
+    ]
+    lags = {a.value.data for a in released if isinstance(a, IntegerAttr)}
+    return lag if lag is not None and lag > 0 and lags == {lag} else 0
 
 
 def _is_next(value: SSAValue, loop: scf.ForOp) -> bool:
@@ -302,9 +329,10 @@ def _count(items: list, ident: int) -> Poly:
             rest = [x for x in item.items if not _all_but_one(x, item.op)]
             later = [x for x in item.items if _all_but_one(x, item.op)]
             total.update(_times(_count(rest, ident), trips))
-            once = _count([x for guard in later for x in guard.items], ident)
-            total.update(_times(once, trips))  # every iteration but one: N - [N > 0]
-            total.subtract(_times(once, _var("P", item.op)))
+            for guard in later:  # every iteration but the first `lag` (one): N - min(N, lag)
+                once = _count(guard.items, ident)
+                total.update(_times(once, trips))
+                total.subtract(_times(once, _first(guard)))
         elif item.kind == "nonempty":
             total.update(_times(_count(item.items, ident), _var("P", item.loop)))
         elif _count(item.items, ident):
@@ -317,12 +345,19 @@ def _var(kind: str, loop: Operation) -> Poly:
     return Counter({frozenset({(kind, id(loop))}): 1})
 
 
+def _first(guard: Guarded) -> Poly:
+    """The iterations `guard` skips: min(N, lag) for a lag guard ([N > 0] for lag 1)."""
+    if guard.kind == "lag" and guard.lag > 1:
+        return Counter({frozenset({(f"min{guard.lag}", id(guard.loop))}): 1})
+    return _var("P", guard.loop)
+
+
 def _all_but_one(item, loop: Operation) -> bool:
-    """Whether `item` runs in every iteration of `loop` but the first or the last."""
+    """Whether `item` runs in every iteration of `loop` but the first (`lag`) or the last."""
     return isinstance(item, Guarded) and item.kind in PER_ITERATION and item.loop is loop
 
 
-PER_ITERATION = {"notfirst": "iv != lb", "notlast": "iv + step < ub"}
+PER_ITERATION = {"notfirst": "iv != lb", "notlast": "iv + step < ub", "lag": "x >= lag"}
 
 
 def check_counts(progs: list[Program]) -> None:
@@ -386,14 +421,16 @@ def _flatten(items: list, trip: dict[int, int], iteration: dict[int, int]) -> li
         elif item.kind == "nonempty":
             if trip[id(item.loop)] > 0:
                 out += _flatten(item.items, trip, iteration)
-        elif _runs(item.kind, iteration[id(item.loop)], trip[id(item.loop)]):
+        elif _runs(item, iteration[id(item.loop)], trip[id(item.loop)]):
             out += _flatten(item.items, trip, iteration)
     return out
 
 
-def _runs(kind: str, iteration: int, trips: int) -> bool:
-    """Whether a `notfirst` / `notlast` guard holds in `iteration` of `trips`."""
-    return iteration != 0 if kind == "notfirst" else iteration != trips - 1
+def _runs(guard: Guarded, iteration: int, trips: int) -> bool:
+    """Whether a `notfirst` / `notlast` / `lag` guard holds in `iteration` of `trips`."""
+    if guard.kind == "lag":
+        return iteration >= guard.lag
+    return iteration != 0 if guard.kind == "notfirst" else iteration != trips - 1
 
 
 def _loops(items: list) -> list[int]:
@@ -584,9 +621,9 @@ def _named_instances(
             if guard.kind == "nonempty":
                 ok = trips > 0 if guard.loop is inner else tiles > 0
             elif guard.loop is inner:
-                ok = _runs(guard.kind, k, trips)
+                ok = _runs(guard, k, trips)
             else:  # the tile loop
-                ok = _runs(guard.kind, t, tiles)
+                ok = _runs(guard, t, tiles)
             if not ok:
                 return False
         return True
@@ -818,10 +855,83 @@ def check_staging(progs: list[Program]) -> None:
             )
 
 
+# ---------------------------------------------------------------- slot reads by threads
+
+REGISTER_READS = (nvgpu.FragmentLoadOp, nvgpu.FragmentLoadRowsOp, nvgpu.FragmentLoadColumnsOp)
+
+
+def check_slot_reads(module: ModuleOp) -> None:
+    """A ring slot that every thread reads into registers is released by one thread only
+    after a `bar.sync` of the whole group: the release is reached from the read only through
+    such a sync (walking back from it through its enclosing blocks, in the rings' loop body).
+    A drain needs none when nothing of the ring follows it (no use D later exists)."""
+    if not any(isinstance(op, REGISTER_READS) for op in module.walk()):
+        return
+    rings = find_rings(module)
+    groups = kernel_groups(module, [r.full for r in rings])
+    for ring, group in itertools.product(rings, groups):
+        if group.threads == 1:
+            continue
+        buffers = {id(b) for b in ring.buffers}
+        flat = list(group.body.walk())
+        reads = {id(op) for op in flat if isinstance(op, REGISTER_READS) and id(op.buf) in buffers}
+        if not reads:
+            continue
+        threads = WARPGROUP_THREADS * group.count
+        releases = [
+            op for op in flat if isinstance(op, nvgpu.MBarrierArriveOp) and op.bars == ring.empty
+        ]
+        for release in releases:
+            if not _synced_after_reads(release, reads, threads, group.body, flat):
+                raise NamedBarrierViolation(
+                    f"{_loc(release)}: '{release.name}' releases a slot of ring {ring.name} "
+                    f"that every thread read into registers with no bar.sync of all {threads} "
+                    "threads between (a thread may still read it when the producer refills it)"
+                )
+
+
+def _synced_after_reads(
+    release: Operation, reads: set[int], threads: int, body: Block, flat: list[Operation]
+) -> bool:
+    op = release
+    while True:
+        prev = op.prev_op
+        while prev is not None:
+            if isinstance(prev, nvgpu.NamedBarrierSyncOp) and prev.threads.value.data == threads:
+                return True
+            if any(id(o) in reads for o in prev.walk()):
+                return False
+            prev = prev.prev_op
+        parent = op.parent_op()
+        if isinstance(parent, scf.ForOp) and aref.DRAIN_ATTR in parent.attributes:
+            return _last_ring_op(parent, flat)
+        if op.parent_block() is body or parent is None or isinstance(parent, scf.ForOp):
+            return False  # the group's or the loop body's start: no sync since the read
+        op = parent
+
+
+def _last_ring_op(drain: scf.ForOp, flat: list[Operation]) -> bool:
+    """Whether no barrier op follows `drain` in its group and no loop repeats it."""
+    if any(isinstance(o, scf.ForOp) for o in _ancestors(drain)):
+        return False
+    end = flat.index(drain) + len(list(drain.walk()))
+    barrier_ops = (nvgpu.MBarrierWaitOp, nvgpu.MBarrierArriveOp, nvgpu.MBarrierArriveExpectTxOp)
+    return not any(isinstance(o, barrier_ops) for o in flat[end:])
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    out, parent = [], op.parent_op()
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent_op()
+    return out
+
+
 def check_named(module: ModuleOp) -> int:
     """Prove the named barriers and TMA-store staging of `module` (module docstring); the
     number of named barriers checked. `ExtractionError` for IR outside the model,
     `NamedBarrierViolation` for a protocol that can go wrong."""
+    check_slot_reads(module)
     progs = programs(module)
     check_counts(progs)
     check_turns(progs)

@@ -1,6 +1,8 @@
 """Named barriers and TMA-store staging at the nvgpu level: mutations planted into the GEMM
 with a TMA-store epilogue and two consumers (persistent: the staging buffer is reused tile
-after tile) and into the ping-pong attention (two consumer warpgroups taking MMA turns), by
+after tile), into the ping-pong attention (two consumer warpgroups taking MMA turns) and into
+the GEMM that also sums the rows of A (tests/corpus/proved.py: every consumer thread reads
+each A slot into registers, so thread 0 releases it after the slot-read barrier), by
 `tawa_xdsl.verify.mutations.NAMED_BARRIER_MUTATIONS`.
 
 Every broken mutation is rejected by the proof (`verify/named_barriers.py`: a refusal naming
@@ -11,6 +13,7 @@ interpreter can observe it. Every safe mutation is proved and computes the numpy
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.scheduler import PriorityPolicy
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.kernels.gemm import gemm_tile_ir
+from tawa_xdsl.runtime.dispatch import host_descriptor, is_descriptor
 from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
@@ -33,6 +37,7 @@ from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError
 from tawa_xdsl.verify.mutations import NAMED_BARRIER_MUTATIONS
+from tests.corpus import proved
 
 KERNELS = {
     "tma_pgemm": CompileOptions(
@@ -51,6 +56,7 @@ KERNELS = {
 TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong"]
 HAND_OFF = ["rotated_pingpong"]
 STAGING = ["tma_pgemm", "tma_gemm"]
+ROW_SUMS = "row_sums"  # tests/corpus/proved.py, default options
 PLAN: dict[str, list[str]] = {
     "turn_arrive_dropped": TURNS,
     "turn_sync_dropped": TURNS,
@@ -70,6 +76,11 @@ PLAN: dict[str, list[str]] = {
     "hand_off_bound_changed": HAND_OFF,
     "hand_off_guard_by_warpgroup": HAND_OFF,
     "hand_off_guard_not_first": HAND_OFF,
+    "slot_read_sync_dropped": [ROW_SUMS],
+    "slot_read_sync_after_release": [ROW_SUMS],
+    "slot_read_sync_one_warpgroup": [ROW_SUMS],
+    "slot_read_sync_threads_wrong": [ROW_SUMS],
+    "slot_read_sync_hoisted": [ROW_SUMS],
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
@@ -91,13 +102,21 @@ def lowered() -> dict[str, str]:
         ir: dict[str, str] = {}
         lower_to_nvgpu_level(_tile_module(name), options, ir)
         out[name] = ir["nvgpu"]
+    compiled = proved.CASES[0].compile(np.random.default_rng(0))
+    ir = {}
+    lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False), ir)
+    out[ROW_SUMS] = ir["nvgpu"]
     return out
 
 
 def _inputs(name: str) -> tuple[Any, list[Any], np.ndarray, int]:
     """(grid, arguments, numpy answer, index of the output argument)."""
-    options = KERNELS[name]
     rng = np.random.default_rng(0)
+    if name == ROW_SUMS:
+        run = proved.CASES[0].launch(rng)
+        args = [host_descriptor(a) if is_descriptor(a) else a for a in run.args]
+        return run.grid, args, run.expected[0][1], 2
+    options = KERNELS[name]
     if name in STAGING:
         m, n, k = (256 if options.persistent else 128), 128, 192
         a = rng.standard_normal((m, k)).astype(np.float16)
@@ -136,7 +155,8 @@ def _oracle(module: ModuleOp, name: str, schedules: list[Any]) -> str:
             run_nvgpu_kernel(module, grid, args, schedule=schedule)
         except InterpreterError as error:
             return f"{type(error).__name__}: {str(error).splitlines()[0]}"
-        if not np.allclose(args[out].astype(np.float32), expected, rtol=2e-2, atol=2e-2):
+        result = args[out].base if is_descriptor(args[out]) else args[out]
+        if not np.allclose(result.astype(np.float32), expected, rtol=2e-2, atol=2e-2):
             return f"wrong result under schedule {schedule!r}"
     return ""
 
@@ -177,7 +197,7 @@ def test_named_barrier_mutation(lowered, name: str, kernel: str) -> None:
 
 
 def test_unmutated_kernels_are_proved_and_run(lowered) -> None:
-    for name in KERNELS:
+    for name in [*KERNELS, ROW_SUMS]:
         module = parse_module(make_context(), lowered[name], f"{name}.nvgpu.mlir")
         assert _proof(module) == "proved", name
         assert not _oracle(module, name, ["random"]), name
