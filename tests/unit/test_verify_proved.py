@@ -1,7 +1,7 @@
 """Kernels the verifier once refused, proved with the default compile (tests/corpus/proved.py,
 issue 13 item 5): the compile proves every ring and the slot-read barrier on the nvgpu level,
 the PTX assembles without a warning, and the tile and nvgpu interpreters equal numpy. The
-GPU half is tests/gpu/test_corpus_proved_gpu.py."""
+GPU half is tests/gpu/test_corpus_more_gpu.py."""
 
 from __future__ import annotations
 
