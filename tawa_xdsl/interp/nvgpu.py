@@ -944,10 +944,11 @@ def _fragment_store_global(
     values = fragment_value(op, value)
     ty = op.value.type
     assert isinstance(ty, nvgpu.FragmentType)
-    row0, col0 = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    origin = ty.layout_object.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    row0, col0 = origin
     threads = warpgroup(ev).mask.copy()
     if ty.kind == nvgpu.FragmentLayout.WGMMA_ROW:
-        threads &= col0 == 0
+        threads &= origin[nvgpu.WGMMA_ROW.copy_axis] == 0
         row0, col0 = np.zeros_like(row0), row0
     clip = [int(d) for d in op.clip_dims.get_values()]
     lead = [np.full(WARPGROUP_THREADS, int(o)) for o in offsets[:-2]]
@@ -1118,7 +1119,8 @@ def _column_match(source: Any, target: Any) -> np.ndarray:
 
 
 def _column_reduce(ev: Evaluator, op: nvgpu.FragmentColumnReduceOp, operands: list[Any]):
-    """The thread's values of each column in value order, then lanes 4, 8, 16 apart."""
+    """The thread's values of each column in value order, then a butterfly over the lanes
+    holding the same columns (the layout's `copy_lane_masks`)."""
     (source,) = [fragment_value(op, v) for v in operands]
     combine = COLUMN_COMBINE[op.kind.data]
     match = _column_match(op.source.type, op.result.type)
@@ -1127,7 +1129,7 @@ def _column_reduce(ev: Evaluator, op: nvgpu.FragmentColumnReduceOp, operands: li
         here = match[:, :, i]
         value = np.broadcast_to(source[:, i : i + 1], here.shape)
         result = np.where(here, np.where(np.isnan(result), value, combine(result, value)), result)
-    for mask in (4, 8, 16):
+    for mask in nvgpu.WGMMA_COL.copy_lane_masks():
         result = combine(result, result[np.arange(WARPGROUP_THREADS) ^ mask])
     return (result.astype(np.float32),)
 
@@ -1199,12 +1201,15 @@ def _broadcast_columns(ev: Evaluator, op: nvgpu.FragmentBroadcastColumnsOp, oper
 
 
 def _store_columns(ev: Evaluator, op: nvgpu.FragmentStoreColumnsOp, operands: list[Any]):
-    """Threads 0..3 (warp 0's first lane row, every column once) store their values along
-    the last dim from `offsets[-1]`, inside the tensor only."""
+    """The threads holding one copy of every column (origin 0 on the layout's `copy_axis`:
+    warp 0's first lane row) store their values along the last dim from `offsets[-1]`,
+    inside the tensor only."""
     value, desc, *offsets = operands
     values = fragment_value(op, value)
     (cols,) = coords_of(op.value.type)
-    threads = warpgroup(ev).mask & (np.arange(WARPGROUP_THREADS) < 4)
+    layout = nvgpu.WGMMA_COL
+    origin = layout.thread_origin(np.arange(WARPGROUP_THREADS), INT_ARITH)
+    threads = warpgroup(ev).mask & (origin[layout.copy_axis] == 0)
     index = [per_value(o, cols.shape) for o in offsets[:-1]]
     index.append(per_value(offsets[-1], cols.shape) + cols)
     inside = np.all([(x >= 0) & (x < n) for x, n in zip(index, desc.array.shape, strict=True)], 0)

@@ -28,7 +28,10 @@ that needs a plan gets it as properties, checked by the op's verifier:
 * `nvgpu.fragment_store` / `nvgpu.fragment_load`: the address plan of every `st.shared` /
   `ld.shared`: `row_pitch` (bytes between rows of a column slab), `slab_pitch` (between
   slabs) and `swizzle` (the XOR of 16-byte chunks by row, TMA's and wgmma's), so byte x of
-  row r is at `slot_byte(r, x)` (`dialects/nvgpu/fragment.py`).
+  row r is at `slot_byte(r, x)` (`dialects/nvgpu/fragment.py`). A `fragment_store` whose
+  every store keeps the swizzle phase of the thread's origin row and one 16-byte chunk
+  (`phase_is_uniform`: 16-bit pairs, row offsets of whole swizzle repeats) also gets
+  `uniform_phase`: the printer then computes the phase once per thread.
 * `nvgpu.fragment_column_stage` / `nvgpu.fragment_column_combine` (a reduction along the
   rows, its warps' partials exchanged through smem): the partials plan, `row_pitch` (bytes
   of one partials row), `value_cols` (each value's column from the thread's origin column,
@@ -52,7 +55,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, UnitAttr, i32, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -70,6 +73,7 @@ from tawa_xdsl.dialects.nvgpu import (
     instruction_count,
     smem_type,
 )
+from tawa_xdsl.dialects.nvgpu.fragment import phase_is_uniform
 from tawa_xdsl.dialects.nvgpu.wgmma import descriptor_bits
 
 PASS = "legalize-nvgpu"
@@ -260,6 +264,8 @@ class LegalizeNvgpuPass(ModulePass):
             elif isinstance(inner, nvgpu.FragmentStoreOp):
                 plan_stores(inner, 2)
                 plan_addresses(inner)
+                if phase_is_uniform(inner):
+                    inner.uniform_phase = UnitAttr()
             elif isinstance(inner, nvgpu.FragmentLoadOp):
                 plan_addresses(inner)
             elif isinstance(inner, nvgpu.FragmentColumnStageOp | nvgpu.FragmentColumnCombineOp):

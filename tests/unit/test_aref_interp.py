@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import IntegerAttr, i32
 
 from tawa_xdsl.diagnostics import parse_module
 from tawa_xdsl.dialects import make_context
-from tawa_xdsl.dialects.aref import WarpgroupIndexOp
+from tawa_xdsl.dialects.aref import ConsumedOp, GetOp, WarpgroupIndexOp
 from tawa_xdsl.interp.aref import ArefProtocolError, run_warp_specialized
 from tawa_xdsl.interp.dtypes import InterpreterError
 from tawa_xdsl.interp.engine import Blocked
@@ -483,16 +484,18 @@ def test_drain_releases_the_uses_a_lagged_loop_still_holds(k_tiles: int) -> None
     """MMA depth 3 on a 3-slot ring: the loop holds 2 uses; `aref.drain` gives them back
     (fewer when the loop ran fewer trips), in order, or the next tile would deadlock."""
     module = parse_module(make_context(), gemm_aref(3, 3, 1, True))
-    a, b, c, scalars = gemm_args(1, 2, k_tiles)
+    a, b, c, scalars = gemm_args(1, 2, k_tiles, persistent=True)
     run_warp_specialized(module, 1, [a, b, c, *scalars], schedule="producer-first")
     np.testing.assert_allclose(c, gemm_reference(a, b), rtol=1e-3, atol=1e-3)
 
 
 def test_lagged_release_that_holds_too_few_uses_is_a_protocol_error() -> None:
-    text = gemm_aref(3, 2, 1, False).replace(
-        "aref.consumed %ring[%r] lag(1)", "aref.consumed %ring[%i] lag(2)"
-    )
-    module = parse_module(make_context(), text, "lag.mlir")
+    """The release of use i claims lag 2 (on a 3-deep ring) but runs right after get i."""
+    module = parse_module(make_context(), gemm_aref(3, 2, 1, False), "lag.mlir")
+    (release,) = [op for op in module.walk() if isinstance(op, ConsumedOp)]
+    (get,) = [op for op in module.walk() if isinstance(op, GetOp)]
+    release.operands[1] = get.index
+    release.lag = IntegerAttr(2, i32)
     a, b, c, scalars = gemm_args(1, 1, 3)
     with pytest.raises(
         ArefProtocolError, match=r"release of use 1 lagged by 2 runs before the get of use 2"

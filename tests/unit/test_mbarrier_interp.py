@@ -59,7 +59,7 @@ def test_lowered_gemm_matches_aref_and_numpy(
     if mma_depth > depth:
         mma_depth = depth
     module = lowered(depth, mma_depth, consumers, persistent)
-    a, b, c, scalars = gemm_args(2, 1, k_tiles, seed=k_tiles)
+    a, b, c, scalars = gemm_args(2, 1, k_tiles, seed=k_tiles, persistent=persistent)
     grid = 1 if persistent else 2
     run_mbarrier_kernel(module, grid, [a, b, c, *scalars], schedule=HypothesisPolicy(data))
     np.testing.assert_allclose(c, gemm_reference(a, b), atol=1e-2)
@@ -72,7 +72,7 @@ def test_lowered_gemm_matches_aref_and_numpy(
 @pytest.mark.parametrize("schedule", ["producer-first", "consumer-first", "round-robin", 7])
 def test_adversarial_schedules(schedule):
     module = lowered(2, 2, 2, True)
-    a, b, c, scalars = gemm_args(2, 2, 5)
+    a, b, c, scalars = gemm_args(2, 2, 5, persistent=True)
     run_mbarrier_kernel(module, 3, [a, b, c, *scalars], schedule=schedule)
     np.testing.assert_allclose(c, gemm_reference(a, b), atol=1e-2)
 

@@ -11,6 +11,7 @@ from tawa_xdsl.dialects.nvgpu import FragmentType
 from tawa_xdsl.dialects.nvgpu.layout import (
     INT_ARITH,
     WGMMA_ACC,
+    WGMMA_COL,
     WGMMA_OPERAND_A,
     WGMMA_ROW,
     FragmentLayout,
@@ -101,6 +102,54 @@ def test_row_layout_owner_is_the_first_lane_of_the_quad():
         assert thread % 4 == 0
         for lane in range(4):
             assert WGMMA_ROW.coords(shape, thread + lane, value) == (row,)
+
+
+@pytest.mark.parametrize("shape", [(64, 8), (128, 64), (192, 256)])
+def test_block_values_are_the_rows_of_that_block(shape):
+    blocks = [WGMMA_ACC.block_values(shape, b) for b in range(shape[0] // 64)]
+    assert [v for block in blocks for v in block] == list(range(WGMMA_ACC.values_per_thread(shape)))
+    for b, block in enumerate(blocks):
+        rows = {WGMMA_ACC.coords(shape, t, v)[0] // 64 for t in range(128) for v in block}
+        assert rows == {b}
+
+
+@pytest.mark.parametrize("shape", [(64, 8), (128, 48)])
+def test_values_by_column_pair_group_every_value_by_its_columns(shape):
+    pairs = WGMMA_ACC.values_by_column_pair(shape)
+    assert sorted(v for values in pairs.values() for v in values) == list(
+        range(WGMMA_ACC.values_per_thread(shape))
+    )
+    assert sorted(pairs) == list(range(0, shape[1], 8))
+    for first_col, values in pairs.items():
+        for t in range(128):
+            col0 = WGMMA_ACC.thread_origin(t, INT_ARITH)[1]
+            cols = {WGMMA_ACC.coords(shape, t, v)[1] for v in values}
+            assert cols == {col0 + first_col, col0 + first_col + 1}
+
+
+@pytest.mark.parametrize(("layout", "shape"), [(WGMMA_ROW, (128,)), (WGMMA_COL, (64,))])
+def test_copy_axis_picks_one_copy_of_every_element(layout, shape):
+    stores = [
+        layout.coords(shape, t, v)
+        for t in range(128)
+        if layout.thread_origin(t, INT_ARITH)[layout.copy_axis] == 0
+        for v in range(layout.values_per_thread(shape))
+    ]
+    assert sorted(stores) == [(i,) for i in range(shape[0])]
+
+
+def test_copy_lane_masks_join_the_lanes_of_each_column():
+    shape, masks = (32,), WGMMA_COL.copy_lane_masks()
+    assert masks == (4, 8, 16)
+    for t in range(128):
+        mine = [WGMMA_COL.coords(shape, t, v) for v in range(WGMMA_COL.values_per_thread(shape))]
+        reached = {t}
+        for mask in masks:
+            reached |= {u ^ mask for u in reached}
+            assert [WGMMA_COL.coords(shape, t ^ mask, v) for v in range(len(mine))] == mine
+        # the butterfly reaches every lane of the warp holding these columns
+        same = {u for u in range(t & ~31, (t & ~31) + 32) if (u & 3) == (t & 3)}
+        assert reached == same
 
 
 def test_operand_a_k_slice_registers_hold_that_slice():

@@ -57,7 +57,7 @@ def test_shallow_ring_deadlock_is_reported(tmp_path, capsys):
     path.write_text(str(module))
     assert main([str(path)]) == 1
     out = capsys.readouterr().out
-    assert "FAILED: ring ring: DEADLOCK" in out and "blocked at" in out
+    assert "FAILED: ring a_b_ring: DEADLOCK" in out and "blocked at" in out
 
 
 def test_json_and_proved_lines(tmp_path, capsys):
@@ -66,7 +66,7 @@ def test_json_and_proved_lines(tmp_path, capsys):
     lower_arefs(module)
     path.write_text(str(module))
     assert main([str(path)]) == 0
-    assert capsys.readouterr().out.startswith("proved: ring ring:")
+    assert capsys.readouterr().out.startswith("proved: ring a_b_ring:")
     assert main([str(path), "--json"]) == 0
     (verdict,) = json.loads(capsys.readouterr().out)
     assert verdict["proved"] and verdict["method"] == "certificate"

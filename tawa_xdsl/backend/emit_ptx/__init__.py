@@ -7,10 +7,13 @@ flow, the handler registry), `mbarrier`, `tma`, `wgmma`, `threads`, `fragment` a
 an error naming it. Run `legalize-nvgpu` first (the `ptx` target does): it writes into the IR
 what the printer would otherwise have to decide -- smem placement and slot strides, wgmma
 descriptor bits, steps and row terms, TMA boxes, mask branches, the store plans of st.global /
-st.shared, the address plans (row and slab pitch, swizzle) of st.shared / ld.shared and the
-partials plans (row pitch, column terms, staging rows, rows combined) of a reduction along the
-rows -- and an op without its plan is refused. The printer computes no layout or swizzle fact: it
-allocates registers and prints the arithmetic the plans state.
+st.shared, the address plans (row and slab pitch, swizzle, and a st.shared's uniform phase) of
+st.shared / ld.shared and the partials plans (row pitch, column terms, staging rows, rows
+combined) of a reduction along the rows -- and an op without its plan is refused. Where a value
+sits, which registers one wgmma block holds, which threads store a replicated vector and which
+lanes a reduction combines are questions to the fragment's layout object
+(`dialects/nvgpu/layout.py`). The printer computes no layout or swizzle fact: it allocates
+registers and prints the arithmetic the plans state.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from tawa_xdsl.dialects.nvgpu import (
     FragmentLayout,
     FragmentType,
     SmemType,
+    WgmmaAccLayout,
 )
 from tawa_xdsl.dialects.nvgpu.hardware import SWIZZLE_ROW_SHIFT
 from tawa_xdsl.dialects.tile import ComparePredicate
@@ -408,12 +409,13 @@ def _store_rows(
     clip_cols: bool,
 ) -> None:
     """A row vector along the plane's row `offsets[-2] + store_rows[k]`, value k at column
-    `offsets[-1] + origin row + store_cols[k]`; the four lanes of a quad hold the same
-    rows, the first stores."""
+    `offsets[-1] + origin row + store_cols[k]`; the threads holding one copy of every row
+    store (those whose origin is 0 on the layout's `copy_axis`)."""
     b, eb = p.b, nvgpu.element_bytes(ty.element_type)
     b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
     dim0, dim1, stride, ptr = _plane(p, op, eb)
-    row, col = p.lane_origin(ty)
+    origin = p.lane_origin(ty)
+    row, copy = origin[0], origin[WGMMA_ROW.copy_axis]
     regs = p.frag(op.value)
     halves: dict[int, tuple] = {}
     for drow in sorted({drow for _, drow, _ in plan}):
@@ -426,10 +428,10 @@ def _store_rows(
         if clip_rows:
             first_lane = b.new("pred")
             b.setp("lt", "s32", lead_ok, plane_row, dim0)
-            b.setp("eq", "s32", first_lane, col, 0)
+            b.setp("eq", "s32", first_lane, copy, 0)
             b.binary("and.pred", lead_ok, lead_ok, first_lane)
         else:
-            b.setp("eq", "s32", lead_ok, col, 0)
+            b.setp("eq", "s32", lead_ok, copy, 0)
         base = b.new("b32")
         b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
         for value, store_row, dcol in plan:
@@ -535,8 +537,8 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
     row, col = p.lane_origin(ty)
     if op.row is not None:
         b.binary("add.s32", row, row, p.operand(op.row))
-    if swizzle and eb == 2:
-        _fragment_store_swizzled(p, op, plan, base_reg, row, col)
+    if op.uniform_phase is not None:
+        _fragment_store_uniform_phase(p, op, plan, base_reg, row, col)
         return
     col_bytes = b.new("b32")
     b.binary("mul.lo.u32", col_bytes, col, eb)  # byte of the first pair in an 8-col group
@@ -553,7 +555,7 @@ def fragment_store(p: KernelPrinter, op: Operation) -> None:
         b.st_shared(ptx_ty, addr, pair)
 
 
-def _fragment_store_swizzled(
+def _fragment_store_uniform_phase(
     p: KernelPrinter,
     op: nvgpu.FragmentStoreOp,
     plan: list[tuple[int, int, int]],
@@ -561,12 +563,10 @@ def _fragment_store_swizzled(
     row: Reg,
     col: Reg,
 ):
-    """`fragment_store` of 16-bit values into a swizzled slot, with the address
-    arithmetic hoisted: a thread's pairs lie in rows row + 8h (h = 0..R/8-1), all with the
-    same XOR phase (8 rows are one swizzle repeat), and its column bytes stay inside one
-    16-byte chunk (2 (l & 3) eb < 16 - (8 j eb mod 16) for eb = 2). So each of the chunks
-    gets one address register, `base + row * row_pitch + col * eb + ((c * 16) ^ phase * 16)`,
-    and every st.shared is that register plus an immediate."""
+    """`fragment_store` planned `uniform_phase` (every pair at the XOR phase of the origin
+    row, inside one 16-byte chunk), with the address arithmetic hoisted: each chunk gets one
+    address register, `base + row * row_pitch + col * eb + ((c * 16) ^ phase * 16)`, and
+    every st.shared is that register plus an immediate."""
     ty = frag_type(op.value)
     row_pitch, slab_pitch, swizzle = address_plan(op)
     b = p.b
@@ -665,8 +665,9 @@ def fragment_select(p: KernelPrinter, op: Operation) -> None:
 
 
 def fragment_load_columns(p: KernelPrinter, op: Operation) -> None:
-    """Every row's values of column group g are the two elements at column
-    `8 g + 2 (l & 3)` of the slot, widened to f32."""
+    """Each pair of adjacent columns the thread holds (the layout's `values_by_column_pair`)
+    is one read of two elements of the slot from the thread's origin column, widened to f32
+    and copied into every value of the pair's columns."""
     assert isinstance(op, nvgpu.FragmentLoadColumnsOp)
     b = p.b
     buf, ty = op.buf.type, op.result.type
@@ -677,14 +678,12 @@ def fragment_load_columns(p: KernelPrinter, op: Operation) -> None:
     slot = p.slot_addr(op.buf, op.slot)
     base = p.addr_reg(slot)
     b.emit(f"mad.lo.u32 {addr}, {col0}, {eb}, {base}")
-    dst = p.frag(op.result)
-    cols = ty.get_shape()[1]
-    per_block = cols // 2
-    for g in range(cols // 8):
-        pair = _load_pair(p, buf, addr, 8 * g * eb)
-        for block in range(len(dst) // per_block):
-            for j in range(4):  # values 4g .. 4g + 3: rows r and r + 8, columns +0, +1
-                b.mov("f32", dst[block * per_block + 4 * g + j], pair[j & 1])
+    dst, shape, layout = p.frag(op.result), ty.get_shape(), ty.layout_object
+    assert isinstance(layout, WgmmaAccLayout)  # the op's verifier: a wgmma_acc result
+    for first_col, values in sorted(layout.values_by_column_pair(shape).items()):
+        pair = _load_pair(p, buf, addr, first_col * eb)
+        for value in values:
+            b.mov("f32", dst[value], pair[layout.value_offset(shape, value)[1] - first_col])
 
 
 def _load_pair(p: KernelPrinter, buf: SmemType, addr: Reg, offset: int) -> list[Reg]:

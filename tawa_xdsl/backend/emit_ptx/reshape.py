@@ -47,7 +47,8 @@ COMBINE = {ReduceKind.MAX: "max.f32", ReduceKind.SUM: "add.f32"}
 @HANDLERS.on(nvgpu.FragmentColumnReduceOp)
 def fragment_column_reduce(p: KernelPrinter, op: Operation) -> None:
     """Each column value combines the thread's accumulator values of that column (the
-    layout's `acc_value_column`), then the lanes 4, 8 and 16 apart (the warp's lane rows)."""
+    layout's `acc_value_column`), then the lanes holding the same columns (a butterfly over
+    the layout's `copy_lane_masks`: the warp's lane rows)."""
     assert isinstance(op, nvgpu.FragmentColumnReduceOp)
     mnemonic, b = COMBINE[op.kind.data], p.b
     cols = frag_type(op.source).get_shape()[1]
@@ -60,7 +61,7 @@ def fragment_column_reduce(p: KernelPrinter, op: Operation) -> None:
         else:
             b.mov("f32", out[j], reg)
             started.add(j)
-    for mask in (4, 8, 16):
+    for mask in WGMMA_COL.copy_lane_masks():
         for reg in out:
             other = b.new("f32")
             b.shfl_sync_bfly(other, reg, mask)
@@ -139,7 +140,8 @@ def fragment_broadcast_columns(p: KernelPrinter, op: Operation) -> None:
 
 @HANDLERS.on(nvgpu.FragmentStoreColumnsOp)
 def fragment_store_columns(p: KernelPrinter, op: Operation) -> None:
-    """Threads 0..3 (warp 0's first lane row: every column once) store their values at
+    """The threads holding one copy of every column (origin 0 on the layout's `copy_axis`:
+    warp 0's first lane row) store their values at
     `[..., offsets[-1] + origin + value_offset(v)]`, each clipped to the last extent and the
     leading offsets to theirs."""
     assert isinstance(op, nvgpu.FragmentStoreColumnsOp)
@@ -147,9 +149,10 @@ def fragment_store_columns(p: KernelPrinter, op: Operation) -> None:
         raise fail(op, "needs a descriptor that is a kernel argument")
     ty, b, name = frag_type(op.value), p.b, arg_name(op.desc)
     eb = nvgpu.element_bytes(ty.element_type)
-    row0, col0 = p.lane_origin(ty)
+    origin = p.lane_origin(ty)
+    col0 = origin[1]
     ok, lin, ptr = b.new("pred"), b.new("b32"), b.new("b64")
-    b.setp("eq", "u32", ok, row0, 0)  # warp 0, lane row 0
+    b.setp("eq", "u32", ok, origin[WGMMA_COL.copy_axis], 0)
     b.binary("add.s32", lin, col0, p.operand(op.offsets[-1]))
     b.emit(f"ld.param.u64 {ptr}, [{name}_ptr]")
     b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")

@@ -3,8 +3,9 @@
 `legalize-nvgpu` wrote each operand's descriptor plan into the op: the constant bits of the
 smem descriptor and the encoded offset of every instruction. The printer builds the start
 address of the slot once (`((addr >> 4) & 0x3FFF) | bits`) and prints, per 64-row block and
-k step, `desc + step` and one `wgmma.mma_async`; a register A operand is the four registers
-the `wgmma_operand_a` layout names for that block and k slice."""
+k step, `desc + step` and one `wgmma.mma_async` on the accumulator registers the `wgmma_acc`
+layout gives that block (`block_values`); a register A operand is the four registers the
+`wgmma_operand_a` layout names for that block and k slice."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from tawa_xdsl.backend.emit_ptx.kernel import Handlers, KernelPrinter, fail, frag_type
 from tawa_xdsl.backend.ptx import Reg
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_OPERAND_A, SmemType
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_ACC, WGMMA_OPERAND_A, SmemType
 
 HANDLERS = Handlers()
 DESCRIPTOR_START_MASK = 0x3FFF  # bits 13..0: (address & 0x3FFFF) >> 4 (§4.3)
@@ -93,8 +94,9 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
         pitch = 0 if op.a_row_pitch is None else op.a_row_pitch.value.data
         desc_a = descriptor(p, op.a_buf, op.a_slot, a_bits, op.a_row, pitch)
         desc_b = descriptor(p, op.b_buf, op.b_slot, b_bits)
-    per_block = n // 2
+    acc_shape = tuple(acc_ty.get_shape())
     for block in range(blocks):
+        block_acc = [acc[v] for v in WGMMA_ACC.block_values(acc_shape, block)]
         for kk in range(k_steps):
             if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
                 regs = WGMMA_OPERAND_A.k_slice_registers(a_shape, block, kk)
@@ -104,7 +106,7 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
             p.b.wgmma_mma_async(
                 f"m64n{n}k{k_step}",
                 types,
-                acc[block * per_block : (block + 1) * per_block],
+                block_acc,
                 a_operand,
                 desc_plus(p, desc_b, b_steps[kk]),
                 scale_d=1,

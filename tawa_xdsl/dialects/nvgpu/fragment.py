@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     IntegerAttr,
+    UnitAttr,
     i32,
 )
 from xdsl.ir import SSAValue
@@ -33,8 +34,14 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tawa_xdsl.dialects.nvgpu.hardware import WARP_THREADS, WARPGROUP_ROWS, WARPGROUP_THREADS
-from tawa_xdsl.dialects.nvgpu.layout import WGMMA_ACC, column_gather
+from tawa_xdsl.dialects.nvgpu.hardware import (
+    SWIZZLE_CHUNK_BYTES,
+    SWIZZLE_ROW_SHIFT,
+    WARP_THREADS,
+    WARPGROUP_ROWS,
+    WARPGROUP_THREADS,
+)
+from tawa_xdsl.dialects.nvgpu.layout import INT_ARITH, WGMMA_ACC, column_gather
 from tawa_xdsl.dialects.nvgpu.types import (
     FP8_TYPES,
     BinaryKind,
@@ -312,7 +319,10 @@ class FragmentStoreOp(IRDLOperation):
     Store plan (`legalize-nvgpu`): `st.shared` k writes the column pair of values
     `store_values[k]`, `+ 1` at `(store_rows[k], store_cols[k])` from the thread's layout
     origin (plus `row`), at the byte the address plan gives element (r, c) (`row_pitch`,
-    `slab_pitch`, `swizzle`: see `slot_byte`)."""
+    `slab_pitch`, `swizzle`: see `slot_byte`). `uniform_phase` (`legalize-nvgpu`, where
+    `phase_is_uniform` holds): every store has the swizzle phase of the thread's origin row
+    and writes one 32-bit pair inside one 16-byte chunk, so the printer computes the phase
+    and each chunk's address once per thread."""
 
     name = "nvgpu.fragment_store"
 
@@ -326,6 +336,7 @@ class FragmentStoreOp(IRDLOperation):
     row_pitch = opt_prop_def(IntegerAttr[I32])
     slab_pitch = opt_prop_def(IntegerAttr[I32])
     swizzle = opt_prop_def(IntegerAttr[I32])
+    uniform_phase = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "$value `,` $buf `[` $slot (`,` $row^)? `]` attr-dict `:` type($value) `,` type($buf)"
@@ -368,6 +379,11 @@ class FragmentStoreOp(IRDLOperation):
             raise VerifyException(
                 f"'{self.name}' needs a store plan and an address plan, or neither"
             )
+        if self.uniform_phase is not None and not phase_is_uniform(self):
+            raise VerifyException(
+                f"'{self.name}' uniform_phase: some store of the plan changes the swizzle "
+                "phase of the origin row, leaves a 16-byte chunk or is not one 32-bit pair"
+            )
 
     def plan(self) -> list[tuple[int, int, int]] | None:
         """(first value, row offset, column offset) of each `st.shared`, or None unplanned."""
@@ -390,6 +406,27 @@ def slot_byte(row: T, col_byte: T, row_pitch: int, slab_pitch: int, swizzle: int
     Works on ints and numpy arrays."""
     slab, within = col_byte // row_pitch, col_byte % row_pitch
     return slab * slab_pitch + swizzle_address(row * row_pitch + within, swizzle)
+
+
+def phase_is_uniform(op: FragmentStoreOp) -> bool:
+    """Whether every store of `op`'s plans writes one 32-bit pair of 16-bit values inside one
+    16-byte chunk, at the swizzle phase of the thread's origin row: its row offset moves the
+    row bytes by whole swizzle repeats (`swizzle / 16` times 128 bytes) and the origin
+    columns of every thread plus its column offset stay inside a chunk."""
+    plan, frag = op.plan(), fragment_type(op.value)
+    if plan is None or op.row_pitch is None or op.swizzle is None or not op.swizzle.value.data:
+        return False
+    eb, row_pitch = element_bytes(frag.element_type), op.row_pitch.value.data
+    if 2 * eb != 4:
+        return False
+    repeat = op.swizzle.value.data // SWIZZLE_CHUNK_BYTES << SWIZZLE_ROW_SHIFT
+    layout = frag.layout_object
+    last_origin_col = max(layout.thread_origin(t, INT_ARITH)[1] for t in range(WARPGROUP_THREADS))
+    return all(
+        drow * row_pitch % repeat == 0
+        and dcol * eb % SWIZZLE_CHUNK_BYTES + (last_origin_col + 2) * eb <= SWIZZLE_CHUNK_BYTES
+        for _, drow, dcol in plan
+    )
 
 
 def verify_store_plan(op: FragmentStoreOp | FragmentStoreGlobalOp, frag: FragmentType, width: int):

@@ -24,7 +24,12 @@ from typing import Protocol, TypeVar
 
 from xdsl.utils.str_enum import StrEnum
 
-from tawa_xdsl.dialects.nvgpu.hardware import MAX_WGMMA_N, WARPGROUP_ROWS, WARPGROUP_THREADS
+from tawa_xdsl.dialects.nvgpu.hardware import (
+    MAX_WGMMA_N,
+    WARP_THREADS,
+    WARPGROUP_ROWS,
+    WARPGROUP_THREADS,
+)
 
 BLOCK_ROWS = WARPGROUP_ROWS
 
@@ -156,6 +161,21 @@ class WgmmaAccLayout:
         """The first value of each pair of adjacent columns (0, 2, 4, ...)."""
         return list(range(0, self.values_per_thread(shape), 2))
 
+    def block_values(self, shape: tuple[int, ...], block: int) -> range:
+        """The values of 64-row block `block`: the registers of its one m64nN wgmma."""
+        per_block = shape[1] // 2
+        return range(block * per_block, (block + 1) * per_block)
+
+    def values_by_column_pair(self, shape: tuple[int, ...]) -> dict[int, list[int]]:
+        """The values in each pair of adjacent columns, by the pair's first column relative
+        to the thread's origin (0, 8, 16, ...), in value order: a vector along the columns
+        broadcast over the rows needs one two-element read per pair."""
+        pairs: dict[int, list[int]] = {}
+        for value in range(self.values_per_thread(shape)):
+            col = self.value_offset(shape, value)[1]
+            pairs.setdefault(col - col % 2, []).append(value)
+        return pairs
+
     @staticmethod
     def _check(shape: tuple[int, ...]) -> None:
         rows, cols = shape
@@ -179,6 +199,9 @@ class WgmmaRowLayout:
 
     name: str = "wgmma_row"
     rank: int = 1
+    # The origin coordinate that is 0 exactly in the first lane of each quad: the threads
+    # holding one copy of every row, which a store of the vector uses.
+    copy_axis: int = 1
 
     def check(self, shape: tuple[int, ...]) -> None:
         """Raise ValueError unless `shape` is a positive multiple of 64 rows."""
@@ -277,6 +300,9 @@ class WgmmaColLayout:
 
     name: str = "wgmma_col"
     rank: int = 1
+    # The origin coordinate that is 0 exactly in warp 0's first lane row (threads 0..3): the
+    # threads holding one copy of every column, which a store of the vector uses.
+    copy_axis: int = 0
 
     def check(self, shape: tuple[int, ...]) -> None:
         """Raise ValueError unless `shape` is a wgmma N (8..256 columns in steps of 8)."""
@@ -303,6 +329,14 @@ class WgmmaColLayout:
         """(the thread of warp 0, lane row 0, value) holding column `col`; 31 others copy it."""
         group, c = divmod(col, 8)
         return c // 2, 2 * group + c % 2
+
+    def copy_lane_masks(self) -> tuple[int, ...]:
+        """The lane XOR masks between threads of a warp holding the same columns (the lane
+        bits the origin column does not depend on: 4, 8, 16): a butterfly over them combines
+        a warp's lane rows."""
+        col0 = self.thread_origin(0, INT_ARITH)[1]
+        lane_bits = (1 << bit for bit in range((WARP_THREADS - 1).bit_length()))
+        return tuple(m for m in lane_bits if self.thread_origin(m, INT_ARITH)[1] == col0)
 
     def acc_value_column(self, acc_value: int, acc_cols: int) -> int:
         """Which column value an accumulator value (of a tile with `acc_cols` columns) shares

@@ -106,12 +106,17 @@ func.func @store_plan(%acc: !nvgpu.fragment<wgmma_acc, 128x16xf32>, %lse: !nvgpu
 // -----
 
 // CHECK-LABEL: func.func @staging_store_plan
-func.func @staging_store_plan(%acc: !nvgpu.fragment<wgmma_acc, 64x32xf16>, %buf: !nvgpu.smem<1x64x32xf16, swizzle 64>) {
+func.func @staging_store_plan(%acc: !nvgpu.fragment<wgmma_acc, 64x32xf16>, %buf: !nvgpu.smem<1x64x32xf16, swizzle 64>, %wide: !nvgpu.fragment<wgmma_acc, 64x32xf32>, %fbuf: !nvgpu.smem<1x64x32xf32, swizzle 128>) {
   %c0 = arith.constant 0 : i32
   // st.shared pairs as the layout places them: value 4 g + 2 h at (8 h, 8 g); 64-byte rows
-  // swizzled by 64 bytes, one 4096-byte slab.
-  // CHECK: nvgpu.fragment_store {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>, row_pitch = 64 : i32, slab_pitch = 4096 : i32, swizzle = 64 : i32}
+  // swizzled by 64 bytes, one 4096-byte slab. Row offset 8 moves 512 bytes, one whole
+  // 64-byte swizzle repeat, and a thread's 16-bit pairs stay in one chunk: uniform_phase.
+  // CHECK: nvgpu.fragment_store {{.*}} {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>, row_pitch = 64 : i32, slab_pitch = 4096 : i32, swizzle = 64 : i32, uniform_phase}
   nvgpu.fragment_store %acc, %buf[%c0] : !nvgpu.fragment<wgmma_acc, 64x32xf16>, !nvgpu.smem<1x64x32xf16, swizzle 64>
+  // f32 pairs are 8 bytes and the origin columns of a quad span 32 bytes, more than a
+  // chunk: each store gets its own phase (no uniform_phase).
+  // CHECK: nvgpu.fragment_store {{.*}} row_pitch = 128 : i32, slab_pitch = 8192 : i32, swizzle = 128 : i32} :
+  nvgpu.fragment_store %wide, %fbuf[%c0] : !nvgpu.fragment<wgmma_acc, 64x32xf32>, !nvgpu.smem<1x64x32xf32, swizzle 128>
   func.return
 }
 

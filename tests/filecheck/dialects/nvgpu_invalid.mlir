@@ -451,6 +451,16 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %i: i32) {
 
 // -----
 
+// A uniform phase for f32 pairs: 8 bytes each, a quad's origin columns span 32 bytes.
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x32xf32>, %i: i32) {
+  %s = nvgpu.smem_alloc : !nvgpu.smem<1x64x32xf32, swizzle 128>
+  nvgpu.fragment_store %a, %s[%i] {store_values = array<i32: 0, 2, 4, 6, 8, 10, 12, 14>, store_rows = array<i32: 0, 8, 0, 8, 0, 8, 0, 8>, store_cols = array<i32: 0, 0, 8, 8, 16, 16, 24, 24>, row_pitch = 128 : i32, slab_pitch = 8192 : i32, swizzle = 128 : i32, uniform_phase} : !nvgpu.fragment<wgmma_acc, 64x32xf32>, !nvgpu.smem<1x64x32xf32, swizzle 128>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_store' uniform_phase: some store of the plan changes the swizzle phase of the origin row, leaves a 16-byte chunk or is not one 32-bit pair
+
+// -----
+
 func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, %d: !tile.desc<64x64xf16>, %i: i32) {
   nvgpu.fragment_store_global %a, %d[%i, %i] : !nvgpu.fragment<wgmma_operand_a, 64x64xf16>, !tile.desc<64x64xf16>
   func.return
