@@ -37,7 +37,7 @@ from tawa_xdsl.interp.scheduler import (
     run_tasks,
 )
 from tawa_xdsl.interp.tile import run_kernel
-from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference
+from tests.samples import gemm_aref, gemm_args, gemm_reference
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 

@@ -13,7 +13,7 @@ from tawa_xdsl.interp.mbarrier import Barrier, MBarrierError, run_mbarrier_kerne
 from tawa_xdsl.interp.scheduler import DeadlockError, HypothesisPolicy
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.transforms.lower_aref import lower_arefs
-from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference, shrink_rings
+from tests.samples import gemm_aref, gemm_args, gemm_reference, shrink_rings
 
 GEMM_TILE = (__import__("pathlib").Path(__file__).parents[2] / "examples" / "gemm.mlir").read_text()
 

@@ -282,12 +282,12 @@ SEQ_KERNELS = [
 SEQ_PLAN: dict[str, list[str]] = {
     "seq_next_tile_from_first_loop": ["persistent_two_loop_gemm"],
     "seq_producer_next_tile_from_first_loop": ["persistent_two_loop_gemm"],
-    "seq_counter_restarts": SEQ_KERNELS,
-    "seq_counter_skips_one": [
+    "seq_counter_restarts": [
         "two_loop_gemm",
+        "gemm_loops_same_rings_if_taken",
         "attention_two_stage_causal",
-        "persistent_two_loop_gemm",
     ],  # fmt: skip
+    "seq_counter_skips_one": ["two_loop_gemm", "attention_two_stage_causal"],
     "seq_producer_counter_restarts": ["two_loop_gemm", "attention_two_stage_causal"],
     "seq_second_trips_fewer": ["two_loop_gemm", "gemm_loops_same_rings_if_taken"],
     "seq_producer_loop_dropped": ["two_loop_gemm", "attention_two_stage_causal"],

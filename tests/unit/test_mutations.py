@@ -15,7 +15,7 @@ from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
 from tawa_xdsl.transforms.lower_aref import lower_arefs
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError
-from tawa_xdsl.verify.samples import gemm_aref, gemm_args, gemm_reference
+from tests.samples import gemm_aref, gemm_args, gemm_reference
 
 
 def _ops(module, kind, role=None):

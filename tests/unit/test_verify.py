@@ -17,7 +17,7 @@ from tawa_xdsl.tools.tawa_verify import main
 from tawa_xdsl.transforms.lower_aref import lower_arefs
 from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError, extract
-from tawa_xdsl.verify.samples import gemm_aref, shrink_rings
+from tests.samples import gemm_aref, shrink_rings
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
