@@ -64,7 +64,7 @@ def _error(op: Operation | None, message: str) -> MBarrierError:
 # --------------------------------------------------------------------------------- state
 
 
-@dataclass
+@dataclass(eq=False)
 class Barrier:
     """One mbarrier: phase number (its parity is the bit), pending arrivals, tx-count."""
 
@@ -111,7 +111,7 @@ class Barrier:
         )
 
 
-@dataclass
+@dataclass(eq=False)
 class BarrierArray:
     name: str
     barriers: list[Barrier]

@@ -1295,17 +1295,64 @@ def _span(op: Operation, order: dict[int, int]) -> tuple[int, int]:
     return min(inner), max(inner)
 
 
-def _count(flat: list[Operation], lo: int, hi: int, kind: type) -> int:
-    return sum(isinstance(op, kind) for op in flat[lo + 1 : hi])
+def _blocks_around(op: Operation) -> list[Block]:
+    """The blocks that run whenever `op` does: its own and those of its ancestors."""
+    blocks, block = [], op.parent_block()
+    while block is not None:
+        blocks.append(block)
+        parent = block.parent_op()
+        block = parent.parent_block() if parent is not None else None
+    return blocks
 
 
-def _last_wait(flat: list[Operation], lo: int, hi: int) -> tuple[int, int] | None:
-    """(position, pending) of the last wgmma_wait_group strictly between lo and hi."""
-    for n in range(hi - 1, lo, -1):
-        op = flat[n]
+def _commits_between(flat: list[Operation], lo: int, wait: Operation, order) -> int:
+    """The commits that surely ran between position lo and `wait`: those in the wait's block
+    or an enclosing one (a commit under a conditional or in a loop that may not run counts
+    for nothing)."""
+    held = {id(b) for b in _blocks_around(wait)}
+    return sum(
+        isinstance(o, nvgpu.WgmmaCommitGroupOp) and id(o.parent_block()) in held
+        for o in flat[lo + 1 : order[id(wait)]]
+    )
+
+
+def _groups_left(ops: list[Operation], lo: int, flat: list[Operation], order) -> float:
+    """The fewest groups committed before position lo that can still be in flight after
+    `ops` (one block's ops, in order) ran: a wait_group N leaves N minus the groups surely
+    committed since lo; an `scf.if` leaves the more of its two branches."""
+    left = float("inf")
+    for op in ops:
         if isinstance(op, nvgpu.WgmmaWaitGroupOp):
-            return n, op.pending.value.data
-    return None
+            left = min(left, op.pending.value.data - _commits_between(flat, lo, op, order))
+        elif isinstance(op, scf.IfOp) and op.false_region.blocks:
+            branches = (op.true_region.block, op.false_region.block)
+            left = min(left, max(_groups_left(list(b.ops), lo, flat, order) for b in branches))
+    return left
+
+
+def _waits_before(flat: list[Operation], lo: int, at: int, order) -> list[tuple[int, int]]:
+    """(position, pending) of every wgmma_wait_group strictly between lo and the release at
+    `at` that runs whenever the release does (in its block or an enclosing one)."""
+    around = {id(b) for b in _blocks_around(flat[at])}
+    return [
+        (n, op.pending.value.data)
+        for n, op in enumerate(flat[lo + 1 : at], lo + 1)
+        if isinstance(op, nvgpu.WgmmaWaitGroupOp) and id(op.parent_block()) in around
+    ]
+
+
+def _retired_by_then(flat: list[Operation], lo: int, at: int, order, after: Operation) -> bool:
+    """The ops that surely run between position lo (the end of `after`, the read's loop or
+    commit) and the release at `at` retire every wgmma group committed before lo. Those ops
+    are the ones after `after` in its block and the enclosing ones (each runs before control
+    leaves that block, whenever `after` ran), and those before the release in its block and
+    the enclosing ones; a conditional that does not hold the release counts when both its
+    branches retire."""
+    release = flat[at]
+    around = {id(b) for b in _blocks_around(release) + _blocks_around(after)}
+    inside = {id(o) for o in _ancestors(release)}
+    ops = [o for o in flat[lo + 1 : at] if id(o.parent_block()) in around and id(o) not in inside]
+    return _groups_left(ops, lo, flat, order) <= 0
 
 
 def _check_retired(walker: _GroupWalker, flat: list[Operation], order: dict[int, int]) -> None:
@@ -1346,8 +1393,7 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
         _, end = _span(inner, order)
         if at < end:
             return  # the release precedes the loop: another use
-        wait = _last_wait(flat, end, at)
-        if wait is None or wait[1] > _count(flat, end, wait[0], nvgpu.WgmmaCommitGroupOp):
+        if not _retired_by_then(flat, end, at, order, inner):
             raise fail(release, why)
         return
     if commit is None:
@@ -1356,26 +1402,28 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
         body = inner.body.block  # type: ignore[union-attr]
         if _retired_in_its_iteration(body, commit, flat, order):
             return
+        # The lag-L release of iteration i frees the slot of iteration i - L, whose groups
+        # are older than the (L - 1) iterations' commits in between and this iteration's
+        # commits before the wait (the body's own commits: they run every iteration).
         start, _ = _span(inner, order)  # type: ignore[arg-type]
-        wait = _last_wait(flat, start, at)
         per_iteration = sum(isinstance(o, nvgpu.WgmmaCommitGroupOp) for o in body.ops)
-        if wait is None:
-            raise fail(release, why)
-        before = sum(
-            isinstance(o, nvgpu.WgmmaCommitGroupOp) and order[id(o)] < wait[0] for o in body.ops
-        )
-        if per_iteration < 1 or wait[1] > (step.lag - 1) * per_iteration + before:
+        waits = _waits_before(flat, start, at, order)
+        if per_iteration < 1 or not any(
+            pending <= (step.lag - 1) * per_iteration + _body_commits_before(body, n, order)
+            for n, pending in waits
+        ):
             raise fail(release, why)
         return
     if here > at:
         return  # read after the release in program order: the model sees the order
-    wait = _last_wait(flat, commit, at)
-    if (
-        wait is None
-        or commit > at
-        or wait[1] > _count(flat, commit, wait[0], nvgpu.WgmmaCommitGroupOp)
-    ):
+    if commit > at or not _retired_by_then(flat, commit, at, order, flat[commit]):
         raise fail(release, why)
+
+
+def _body_commits_before(body: Block, position: int, order: dict[int, int]) -> int:
+    return sum(
+        isinstance(o, nvgpu.WgmmaCommitGroupOp) and order[id(o)] < position for o in body.ops
+    )
 
 
 def _retired_in_its_iteration(

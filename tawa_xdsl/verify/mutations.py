@@ -535,6 +535,29 @@ def wgmma_wait_deeper(m: ModuleOp) -> None:
     wait.pending = IntegerAttr(wait.pending.value.data + 1, i32)  # type: ignore[attr-defined]
 
 
+def wgmma_wait_under_condition(m: ModuleOp) -> None:
+    """The wait_group between the consumer's loop and its drain runs in program 0 only."""
+    site = Site(m)
+    drain = site.drain()
+    block = drain.parent_block()
+    waits = [
+        o
+        for o in site.ops(nvgpu.WgmmaWaitGroupOp, "consumer")
+        if o.parent_block() is block
+        and block.get_operation_index(o) < block.get_operation_index(drain)
+    ]
+    pids = [o for o in site.ops(Operation, "consumer") if o.name == "tile.program_id"]
+    if not waits or not pids:
+        raise NotApplicable("no wait_group before the drain, or no program id")
+    wait = waits[-1]
+    first = arith.CmpiOp(pids[0].results[0], _const(0, wait), "eq")
+    Rewriter.insert_op(first, InsertPoint.before(wait))
+    body = Block()
+    Rewriter.insert_op(scf.IfOp(first.result, [], [body]), InsertPoint.before(wait))
+    wait.detach()
+    body.add_ops([wait, scf.YieldOp()])
+
+
 def _precedes(a: Operation, b: Operation) -> bool:
     loop = _enclosing(b, scf.ForOp)
     order = [o for o in (loop.walk() if loop else [])]
@@ -834,6 +857,7 @@ MUTATIONS: dict[str, Mutation] = {
         Mutation("release_before_read", "release order", release_before_read),
         Mutation("wgmma_wait_removed", "wgmma retirement", wgmma_wait_removed),
         Mutation("wgmma_wait_deeper", "wgmma retirement", wgmma_wait_deeper),
+        Mutation("wgmma_wait_under_condition", "wgmma retirement", wgmma_wait_under_condition),
         Mutation("release_by_every_thread", "elected thread", release_by_every_thread),
         Mutation("wait_duplicated", "safe", wait_duplicated, broken=False),
         Mutation("producer_wait_duplicated", "safe", producer_wait_duplicated, broken=False),

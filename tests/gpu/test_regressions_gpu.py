@@ -17,6 +17,15 @@ From the 2026-12-01 GPU run (bench/results/h200_2026-12-01_s5/):
   verifier ("the next tile does not continue this tile's use counter"): a loop sequence inside
   a loop of tiles is now modelled (the next tile continues from the sequence's last loop).
 
+From the GPU fuzz run of session 6 (bench/results/h200_2026-12-01_s6/):
+
+* repro-gpu-408850195c.json, repro-gpu-86cea313ee.json: GEMMs with two K loops and a 3-deep
+  MMA pipeline (lag 2; f16 and e4m3) were refused by the wgmma-retirement check ("releases a
+  slot a wgmma may still read"): it judged a release in the second loop by the last
+  wait_group before it only (the loop's `wait_group 2`), not by the `wait_group 0` that ends
+  the first loop. Now any wait that surely runs before the release counts, and a wait under
+  a conditional counts for nothing (mutation `wgmma_wait_under_condition`).
+
 The CPU side of these fixes is tested in tests/unit/test_backend_launch.py and
 tests/unit/test_mutation_corpus.py (persistent_two_loop_gemm and its two mutations).
 """

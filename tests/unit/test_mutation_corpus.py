@@ -113,6 +113,7 @@ PLAN: dict[str, list[str]] = {
     "release_before_read": ["gemm1"],
     "wgmma_wait_removed": ["gemm", "gemm1"],
     "wgmma_wait_deeper": ["gemm", "pgemm"],
+    "wgmma_wait_under_condition": ["gemm", "pgemm"],
     "release_by_every_thread": ["gemm1"],
     "wait_duplicated": ["gemm1", "attn"],
     "producer_wait_duplicated": ["pgemm"],
@@ -129,7 +130,12 @@ UNOBSERVED = {
     ("arrive_at_top_level", "gemm1", "nvgpu"): "the extra arrivals on empty[0] were not "
     "observed under the schedules tried (the mbarrier level shows them)",
 }
-NVGPU_ONLY = {"wgmma_wait_removed", "wgmma_wait_deeper", "release_by_every_thread"}
+NVGPU_ONLY = {
+    "wgmma_wait_removed",
+    "wgmma_wait_deeper",
+    "wgmma_wait_under_condition",
+    "release_by_every_thread",
+}
 CASES = [
     (name, kernel, level)
     for name, kernels in PLAN.items()
