@@ -656,7 +656,15 @@ def canonical(ring: RingProtocolModel) -> RingProtocolModel:
 # ---------------------------------------------------------------------- 1-induction
 
 
-def _solver(timeout_ms: int) -> z3.Solver:
+# Z3's resource units a query may spend before the solver gives up (`rlimit`): about 200
+# times the costliest query of the 192 benchmarked kernels (1.0e6 units, ~0.1 s), so ~20-40 s.
+# A resource limit instead of a wall-clock timeout: the verdict does not depend on the
+# machine's speed or load, and Z3 starts no timer thread per query (the GPU fuzz, issuing
+# thousands of short queries beside the CUDA driver, died twice in Z3 with a timer per query).
+RESOURCE_LIMIT = 200_000_000
+
+
+def _solver(rlimit: int) -> z3.Solver:
     """A fresh, non-incremental solver: Z3 preprocesses a one-shot query (equality solving,
     value propagation) far better than a query under push/pop, which falls back to its
     incremental core (4-5x slower on these queries). The SMT core runs the simplex-based
@@ -665,13 +673,13 @@ def _solver(timeout_ms: int) -> z3.Solver:
     context simplification (`ctx-simplify`) costs more than it saves (bench/proof_times.py)."""
     core = z3.With("smt", **{"arith.solver": 2, "relevancy": 0})
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", core).solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", rlimit)
     return solver
 
 
-def _valid(hypotheses: list[Expr], claim: Expr, timeout_ms: int) -> bool | None:
+def _valid(hypotheses: list[Expr], claim: Expr, rlimit: int) -> bool | None:
     """Whether `hypotheses => claim` is valid (None: the solver gave up)."""
-    solver = _solver(timeout_ms)
+    solver = _solver(rlimit)
     solver.add(*hypotheses, z3.Not(claim))
     result = solver.check()
     if result == z3.unknown:
@@ -688,7 +696,7 @@ def forget_proofs() -> None:
     _PROOFS.clear()
 
 
-def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
+def prove(ring: RingProtocolModel, rlimit: int = RESOURCE_LIMIT) -> ProofResult:
     """Check the certificate by 1-induction (module docstring).
 
     Results are cached by the protocol's shape (`extract.shape_key`: steps, counts, depth,
@@ -706,7 +714,7 @@ def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
             _PROOFS[key] = cached
     if cached is not None:
         return ProofResult(cached.proved, 0.0, cached.failed, 0, ["cached"])
-    result = _prove(ring, timeout_ms)
+    result = _prove(ring, rlimit)
     definite = result.failed.startswith(("not preserved", "init", "does not"))
     if result.proved or (definite and not result.failed.endswith(GAVE_UP)):
         _PROOFS[key] = result
@@ -714,7 +722,7 @@ def prove(ring: RingProtocolModel, timeout_ms: int = 30_000) -> ProofResult:
     return result
 
 
-def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
+def _prove(ring: RingProtocolModel, rlimit: int) -> ProofResult:
     start = time.perf_counter()
     try:
         system = RingSystem(canonical(ring))
@@ -729,8 +737,8 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
         return ProofResult(False, time.perf_counter() - start, what, queries)
 
     def check(hypotheses: list[Expr], claim: Expr, what: str) -> ProofResult | None:
-        """None when the claim is valid, else the failure `what` (noting a timeout)."""
-        valid = _valid(hypotheses, claim, timeout_ms)
+        """None when the claim is valid, else the failure `what` (noting a solver that gave up)."""
+        valid = _valid(hypotheses, claim, rlimit)
         return None if valid else fail(what + (GAVE_UP if valid is None else ""))
 
     inv = z3.And(clauses)
@@ -758,7 +766,7 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     for batch in batches.values():
         queries += 1
         claim = z3.And([z3.Implies(guard, inv2) for _, guard, inv2 in batch])
-        if _valid([inv], claim, timeout_ms):
+        if _valid([inv], claim, rlimit):
             continue
         for name, guard, inv2 in batch:
             queries += 1
@@ -768,7 +776,7 @@ def _prove(ring: RingProtocolModel, timeout_ms: int) -> ProofResult:
     bads = system.bad(actions)
     # One query for all bad states; only when it fails, one per property to name it.
     queries += 1
-    if not _valid([inv], z3.Not(z3.Or(list(bads.values()))), timeout_ms):
+    if not _valid([inv], z3.Not(z3.Or(list(bads.values()))), rlimit):
         for name, bad in bads.items():
             queries += 1
             failure = check([inv], z3.Not(bad), f"does not exclude {name}")

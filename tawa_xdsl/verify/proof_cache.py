@@ -1,12 +1,13 @@
 """Ring proofs on disk, by protocol shape, so that a proof is found once per machine.
 
 `certificate.prove` looks a ring up here by the `extract.shape_key` of its canonical form
-(steps, counts, depth, certificate parameters; no names, locations or slot renamings) before it
-asks Z3, and stores every definite verdict (proved, or a named failure; never a solver
-timeout). The key also holds the compiler version, whose hash covers the verifier's sources, so
-an edited verifier never reads an old verdict. Entries live under `<cache dir>/proofs/` in the
-kernel cache's format and with its rules (`runtime.cache`: atomic writes; a directory that
-cannot be used costs one warning and the proof runs as if nothing were cached, never a crash).
+(steps, counts, depth, certificate parameters; no names, locations or slot renamings) before
+it asks Z3, and stores every definite verdict (proved, or a named failure; never a check the
+solver gave up on). The key also holds the compiler version, whose hash covers the
+verifier's sources, so an edited verifier never reads an old verdict. Entries live under
+`<cache dir>/proofs/` in the kernel cache's format and with its rules (`runtime.cache`:
+atomic writes; a directory that cannot be used costs one warning and the proof runs as if
+nothing were cached, never a crash).
 """
 
 from __future__ import annotations
