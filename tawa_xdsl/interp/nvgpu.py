@@ -935,8 +935,9 @@ def _fragment_store_global(
     """Each active thread runs the store plan (`legalize-nvgpu`): store k writes values
     `store_values[k]..` at `(store_rows[k], store_cols[k])` from the thread's layout origin
     (an accumulator's pair along the columns; a row vector's value along the plane's columns,
-    by the first lane of each quad), when that position passes the clip test of every dim in
-    `clip_dims`. An element the plan lets through outside the tensor is an error."""
+    or along a rank-1 descriptor, by the first lane of each quad), when that position passes
+    the clip test of every dim in `clip_dims`. An element the plan lets through outside the
+    tensor is an error."""
     value, desc, *offsets = operands
     plan = op.plan()
     if plan is None or op.clip_dims is None:
@@ -952,10 +953,13 @@ def _fragment_store_global(
         row0, col0 = np.zeros_like(row0), row0
     clip = [int(d) for d in op.clip_dims.get_values()]
     lead = [np.full(WARPGROUP_THREADS, int(o)) for o in offsets[:-2]]
-    base_row = per_value(offsets[-2], (WARPGROUP_THREADS, 1))[:, 0] + row0
     base_col = per_value(offsets[-1], (WARPGROUP_THREADS, 1))[:, 0] + col0
+    if len(offsets) == 1:  # a row vector through a rank-1 descriptor: no plane row
+        plane: list[np.ndarray] = []
+    else:
+        plane = [per_value(offsets[-2], (WARPGROUP_THREADS, 1))[:, 0] + row0]
     for first, drow, dcol in plan:
-        index = [*lead, base_row + drow, base_col + dcol]
+        index = [*lead, *(row + drow for row in plane), base_col + dcol]
         passes = threads.copy()
         for d in clip:
             passes &= index[d] < desc.array.shape[d]

@@ -236,7 +236,7 @@ def legalize_store_global(op: nvgpu.FragmentStoreGlobalOp) -> None:
     """The store plan, clipped against the plane's rows and columns."""
     plan_stores(op, op.store_width())
     rank = len(op.offsets)
-    op.clip_dims = DenseArrayBase.from_list(i32, [rank - 2, rank - 1])
+    op.clip_dims = DenseArrayBase.from_list(i32, [rank - 2, rank - 1] if rank > 1 else [0])
 
 
 @dataclass(frozen=True)

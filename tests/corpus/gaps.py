@@ -2,7 +2,8 @@
 conversions between 16-bit float types and through fp8 (a fake-quantization round trip),
 column vectors carried through loops (running column maxima and sums over row blocks, as
 Triton's layernorm backward accumulates dw and db), row vectors accumulated across the
-column blocks of wide rows (an RMSnorm's rstd), and 16-bit row and column vectors broadcast
+column blocks of wide rows (an RMSnorm's rstd, stored as one row of a 2-D tensor or through
+a rank-1 descriptor), and 16-bit row and column vectors broadcast
 in a 16-bit epilogue as loaded."""
 
 from __future__ import annotations
@@ -111,6 +112,18 @@ def row_rstd_wide(x_desc, rstd_desc, N, eps, BLOCK_M: tl.constexpr, BLOCK_N: tl.
     rstd_desc.store([0, off_m], rstd.reshape(1, BLOCK_M))
 
 
+@tawa_xdsl.jit
+def row_rstd_rank1(x_desc, rstd_desc, N, eps, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """row_rstd_wide with its output a vector of M rows, stored through a rank-1 descriptor
+    (as an RMSnorm forward writes its rstd for the backward)."""
+    off_m = tl.program_id(0) * BLOCK_M
+    sumsq = tl.zeros([BLOCK_M], dtype=tl.float32)
+    for c in tl.range(0, N, BLOCK_N):
+        x = x_desc.load([off_m, c]).to(tl.float32)
+        sumsq += tl.sum(x * x, axis=1)
+    rstd_desc.store([off_m], tl.rsqrt(sumsq / N + eps))
+
+
 # ---------------------------------------------------------------------------- the launches
 
 
@@ -217,6 +230,16 @@ def _row_rstd_wide(rng: np.random.Generator) -> Launch:
     return Launch((ROWS // 128,), args, _blocks(128), [(rstd, answer)])
 
 
+def _row_rstd_rank1(rng: np.random.Generator) -> Launch:
+    rows, cols = ROWS + 64, 4 * COLS  # a partial last block: the store is clipped
+    x = rng.standard_normal((rows, cols)).astype(np.float16)
+    rstd = np.zeros((rows,), np.float32)
+    eps = 1e-5
+    answer = 1 / np.sqrt((_f32(x) ** 2).mean(axis=1) + eps)
+    args = [_desc(x, 128), TensorDescriptor.from_tensor(rstd, [128]), cols, eps]
+    return Launch((-(-rows // 128),), args, _blocks(128), [(rstd, answer)])
+
+
 CASES: list[Case] = [
     Case("cast_f16_to_bf16", cast, _cast(lambda: np.float16, _bf16), ("1",)),
     Case("cast_bf16_to_f16", cast, _cast(_bf16, lambda: np.float16), ("1",)),
@@ -230,4 +253,5 @@ CASES: list[Case] = [
     Case("gemm_bf16_epilogue", gemm_bf16_epilogue, _gemm_bf16_epilogue, ("2",)),
     # a row vector accumulated over column blocks
     Case("row_rstd_wide", row_rstd_wide, _row_rstd_wide, ("2", "3")),
+    Case("row_rstd_rank1", row_rstd_rank1, _row_rstd_rank1, ("2",)),
 ]

@@ -616,6 +616,12 @@ def test_fragment_store_global_rules():
 
     store(ACC64, DescType([128, 64], f32)).verify()
     store(ROW64, DescType([1, 64], f32)).verify()  # a row vector along the last dim (an LSE)
+    store(ROW64, DescType([64], f32), offsets=1).verify()  # or through a rank-1 descriptor
+    with fails(
+        "'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block "
+        "dims are 1 (a row vector also a rank-1 one), got !tile.desc<64xf32>"
+    ):
+        store(ACC64, DescType([64], f32), 1).verify()  # an accumulator never rank-1
     with fails(
         "'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got "
         "!nvgpu.fragment<wgmma_operand_a, 64x64xf16>"
@@ -624,7 +630,7 @@ def test_fragment_store_global_rules():
     store(ACC64, DescType([1, 64, 64], f32), offsets=3).verify()  # a 2-D block of a 3-D tensor
     with fails(
         "'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block "
-        "dims are 1, got !tile.desc<2x64x64xf32>"
+        "dims are 1 (a row vector also a rank-1 one), got !tile.desc<2x64x64xf32>"
     ):
         store(ACC64, DescType([2, 64, 64], f32), 3).verify()
     with fails(

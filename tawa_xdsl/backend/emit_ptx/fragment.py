@@ -409,31 +409,33 @@ def _store_rows(
     clip_cols: bool,
 ) -> None:
     """A row vector along the plane's row `offsets[-2] + store_rows[k]`, value k at column
-    `offsets[-1] + origin row + store_cols[k]`; the threads holding one copy of every row
+    `offsets[-1] + origin row + store_cols[k]` (through a rank-1 descriptor, at element
+    `offsets[0] + origin row + store_cols[k]`); the threads holding one copy of every row
     store (those whose origin is 0 on the layout's `copy_axis`)."""
     b, eb = p.b, nvgpu.element_bytes(ty.element_type)
     b.comment(f"store the {ty.get_shape()[0]}-row vector to %{arg_name(op.desc)}")
-    dim0, dim1, stride, ptr = _plane(p, op, eb)
+    if len(op.offsets) == 1:
+        dim0 = stride = None
+        dim1, ptr = b.new("b32"), b.new("b64")
+        b.emit(f"ld.param.u32 {dim1}, [{arg_name(op.desc)}_dim0]")
+        b.emit(f"ld.param.u64 {ptr}, [{arg_name(op.desc)}_ptr]")
+        b.emit(f"cvta.to.global.u64 {ptr}, {ptr}")
+    else:
+        dim0, dim1, stride, ptr = _plane(p, op, eb)
     origin = p.lane_origin(ty)
     row, copy = origin[0], origin[WGMMA_ROW.copy_axis]
     regs = p.frag(op.value)
     halves: dict[int, tuple] = {}
     for drow in sorted({drow for _, drow, _ in plan}):
-        plane_row = p.operand(op.offsets[-2])
-        if drow:
-            shifted = b.new("b32")
-            b.binary("add.s32", shifted, plane_row, drow)
-            plane_row = shifted
-        lead_ok = b.new("pred")
-        if clip_rows:
-            first_lane = b.new("pred")
-            b.setp("lt", "s32", lead_ok, plane_row, dim0)
-            b.setp("eq", "s32", first_lane, copy, 0)
-            b.binary("and.pred", lead_ok, lead_ok, first_lane)
+        if stride is None:  # a rank-1 descriptor: no plane row
+            lead_ok = _first_lane_ok(p, copy, None, None)
+            base = b.new("b32")
+            b.emit(f"mov.b32 {base}, {p.operand(op.offsets[0])}")
         else:
-            b.setp("eq", "s32", lead_ok, copy, 0)
-        base = b.new("b32")
-        b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
+            plane_row = _row_vector_plane_row(p, op, drow)
+            lead_ok = _first_lane_ok(p, copy, plane_row, dim0 if clip_rows else None)
+            base = b.new("b32")
+            b.emit(f"mad.lo.s32 {base}, {plane_row}, {stride}, {p.operand(op.offsets[-1])}")
         for value, store_row, dcol in plan:
             if store_row != drow:
                 continue
@@ -452,6 +454,31 @@ def _store_rows(
             b.binary("add.s64", addr, addr, ptr)
             ptx_ty, element = _row_element(p, ty, regs, value, halves)
             b.st_global(ptx_ty, addr, [element], pred=str(ok))
+
+
+def _row_vector_plane_row(p: KernelPrinter, op: nvgpu.FragmentStoreGlobalOp, drow: int) -> Reg:
+    """The plane row `offsets[-2] + drow` a row vector's store writes."""
+    plane_row = p.operand(op.offsets[-2])
+    if drow:
+        shifted = p.b.new("b32")
+        p.b.binary("add.s32", shifted, plane_row, drow)
+        plane_row = shifted
+    return plane_row
+
+
+def _first_lane_ok(p: KernelPrinter, copy: Reg, plane_row: Reg | None, dim0: Reg | None) -> Reg:
+    """A predicate: this thread holds the stored copy (origin 0 on the copy axis) and, with
+    `dim0`, the plane row lies inside the tensor."""
+    b = p.b
+    ok = b.new("pred")
+    if dim0 is None:
+        b.setp("eq", "s32", ok, copy, 0)
+        return ok
+    first_lane = b.new("pred")
+    b.setp("lt", "s32", ok, plane_row, dim0)
+    b.setp("eq", "s32", first_lane, copy, 0)
+    b.binary("and.pred", ok, ok, first_lane)
+    return ok
 
 
 def _row_element(

@@ -451,8 +451,8 @@ class FragmentStoreGlobalOp(IRDLOperation):
     """Write a fragment to global memory at element offsets `[..., row, col]` of the
     descriptor's tensor, dropping elements outside it: an accumulator one `st.global` per
     register pair; a row vector (`wgmma_row`, one value per query row, e.g. a log-sum-exp)
-    along the last dim, row i at `col + i` of plane row `row`, by the first thread of each
-    quad.
+    along the last dim, row i at `col + i` of plane row `row` (at `offset + i` of a rank-1
+    descriptor), by the first thread of each quad.
 
     Store plan (`legalize-nvgpu`): `st.global` k writes the thread's values from
     `store_values[k]` on (a pair for an accumulator, one for a row vector) at
@@ -483,10 +483,11 @@ class FragmentStoreGlobalOp(IRDLOperation):
             raise VerifyException(
                 f"'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got {frag}"
             )
-        if desc.rank < 2 or any(d != 1 for d in desc.get_block_shape()[:-2]):
+        vector = frag.kind == FragmentLayout.WGMMA_ROW and desc.rank == 1
+        if not vector and (desc.rank < 2 or any(d != 1 for d in desc.get_block_shape()[:-2])):
             raise VerifyException(
                 f"'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose "
-                f"leading block dims are 1, got {desc}"
+                f"leading block dims are 1 (a row vector also a rank-1 one), got {desc}"
             )
         verify_offsets(self, desc, self.offsets)
         if frag.element_type != desc.element_type:
@@ -512,7 +513,7 @@ class FragmentStoreGlobalOp(IRDLOperation):
             return
         name = f"'{self.name}'"
         clip = list(self.clip_dims.get_values())
-        if clip != sorted(set(clip)) or not set(clip) <= {rank - 2, rank - 1}:
+        if clip != sorted(set(clip)) or not set(clip) <= {max(rank - 2, 0), rank - 1}:
             raise VerifyException(
                 f"{name} clip_dims {clip} must name the plane's dims ({rank - 2}, {rank - 1}) "
                 "in order: leading offsets select the plane, they are not clipped"

@@ -47,22 +47,18 @@ def global_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
 
 
 def check_row_vector_store(op: tile.StoreOp | tile.StoreSliceOp) -> None:
-    """A row vector is stored along one row of a 2-D plane (a `[1, rows]` block, as
-    `v.reshape(1, BLOCK_M)`); the other placements are refused, not written wrongly."""
+    """A row vector is stored through a rank-1 descriptor or along one row of a 2-D plane (a
+    `[1, rows]` block, as `v.reshape(1, BLOCK_M)`); down a column it is refused, not written
+    wrongly."""
     desc = op.desc.type
     assert isinstance(desc, DescType)
     block = desc.get_block_shape()
-    if len(block) < 2:
-        raise fail(
-            op,
-            "stores a row vector through a rank-1 descriptor (not supported: store "
-            "v.reshape(1, BLOCK_M) through a 2-D descriptor of block [1, BLOCK_M])",
-        )
-    if block[-2] != 1:
+    if len(block) >= 2 and block[-2] != 1:
         raise fail(
             op,
             f"stores a row vector down a column (block {list(block)}; not supported: store "
-            "v.reshape(1, BLOCK_M) through a descriptor of block [1, BLOCK_M])",
+            "it through a rank-1 descriptor, or v.reshape(1, BLOCK_M) through a descriptor of "
+            "block [1, BLOCK_M])",
         )
 
 

@@ -473,7 +473,7 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>, %d: !tile.desc<2x64x64xf
   nvgpu.fragment_store_global %a, %d[%i, %i, %i] : !nvgpu.fragment<wgmma_acc, 64x64xf32>, !tile.desc<2x64x64xf32>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block dims are 1, got !tile.desc<2x64x64xf32>
+// CHECK: error: 'nvgpu.fragment_store_global' needs a rank-2 descriptor, or one whose leading block dims are 1 (a row vector also a rank-1 one), got !tile.desc<2x64x64xf32>
 
 // -----
 
