@@ -18,7 +18,8 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    Every warpgroup thread waits; arrives run in thread 0 of each warpgroup (the ring's empty
    count is one per consumer warpgroup). Slot reads stay smem views (`to_nvgpu.slots`) until
    an op other than a dot reads them into registers (`fragment_load`, `fragment_load_rows`;
-   the group's threads then sync before thread 0 releases the slot);
+   the group's threads then sync before thread 0 releases the slot: once before a drain's
+   releases, and not before a drain that no ring op follows, as nothing refills its slots);
    tiles become register fragments (`to_nvgpu.fragments`: splats, converts, elementwise
    math, row reductions, row and column vectors); index tiles and masks stay symbolic until
    a `tile.where` (`to_nvgpu.masks`); `tile.dot` becomes an SS or RS wgmma retired by wait
@@ -226,6 +227,26 @@ def lower_producer(group: aref.GroupOp) -> None:
 
 # -------------------------------------------------------------------------- consumers
 
+RING_OPS = (nvgpu.MBarrierWaitOp, nvgpu.MBarrierArriveOp, nvgpu.MBarrierArriveExpectTxOp)
+
+
+def refilled_after(drain: scf.ForOp) -> bool:
+    """Whether the producer may refill a slot `drain` releases: a loop around the drain
+    repeats it (the persistent tile loop), or a ring op follows it in its group."""
+    op: Operation = drain
+    while True:
+        later = op.next_op
+        while later is not None:
+            if any(isinstance(o, RING_OPS) for o in later.walk()):
+                return True
+            later = later.next_op
+        parent = op.parent_op()
+        if parent is None or isinstance(parent, aref.GroupOp):
+            return False
+        if isinstance(parent, scf.ForOp):
+            return True
+        op = parent
+
 
 @dataclass
 class ConsumerLowering:
@@ -238,9 +259,11 @@ class ConsumerLowering:
     warpgroups: int = 1
     views: dict[SSAValue, SmemView] = field(default_factory=dict)
     loaded: dict[SSAValue, SSAValue] = field(default_factory=dict)  # views read into registers
-    # A slot was read into registers by every thread since the last arrive: the next arrive
-    # (by one thread) waits for the whole group first, or the producer could overwrite the
-    # slot under a lagging warp's ld.shared.
+    # A slot was read into registers by every thread and, on some path through the branches
+    # since, no sync of the group followed: the next arrive (by one thread) waits for the
+    # whole group first, or the producer could overwrite the slot under a lagging warp's
+    # ld.shared. After a loop the state is its body's end (check_slot_reads refuses a
+    # release that a zero-trip loop would leave unsynced).
     reads_pending: bool = False
     masks: Masks = field(default_factory=Masks)
     vectors: fragments.Vectors = field(default_factory=fragments.Vectors)
@@ -278,6 +301,38 @@ class ConsumerLowering:
                 self.loaded[value] = load.results[0]
             op.operands[index] = self.loaded[value]
             self.reads_pending = True
+
+    def sync_reads(self, before: Operation) -> None:
+        """Every thread of the group ends its pending register reads of slots before
+        `before` (where one thread releases them)."""
+        threads = WARPGROUP_THREADS * self.warpgroups
+        insert_before(before, [nvgpu.NamedBarrierSyncOp(SLOT_READ_BARRIER_ID, threads)])
+        self.reads_pending = False
+
+    def branches(self, op: scf.IfOp) -> None:
+        """Lower both branches of `op`; reads still pend after it unless every branch synced."""
+        pending = self.reads_pending
+        after = pending and not op.false_region.blocks  # no else: the branch not taken
+        for region in op.regions:
+            for block in region.blocks:
+                self.reads_pending = pending
+                self.block(block)
+                after |= self.reads_pending
+        self.reads_pending = after
+
+    def loop_body(self, loop: scf.ForOp) -> None:
+        """Lower the body of `loop`. The releases of a drain (`tawa.drain`) get one sync
+        before the loop, none if no ring op follows the drain (no later use refills the
+        slots it releases)."""
+        if aref.DRAIN_ATTR not in loop.attributes:
+            self.block(loop.body.block)
+            return
+        pending, refilled = self.reads_pending, refilled_after(loop)
+        if pending and refilled:
+            self.sync_reads(loop)
+        self.reads_pending = False
+        self.block(loop.body.block)
+        self.reads_pending = pending and not refilled
 
     def op(self, op: Operation) -> None:
         """Lower `op`; a tile no fragment layout holds is refused naming `op`."""
@@ -379,20 +434,16 @@ class ConsumerLowering:
             # control flow and barriers
             case scf.ForOp():
                 fragments.retype(op, [*op.body.block.args[1:], *op.results])
-                self.block(op.body.block)
+                self.loop_body(op)
                 fragments.reconcile_carries(op)
                 wgmma.schedule_loop(op, self.pingpong, self.warpgroups)
             case scf.IfOp():
                 fragments.retype(op, list(op.results))
-                for region in op.regions:
-                    for block in region.blocks:
-                        self.block(block)
+                self.branches(op)
                 fragments.reconcile_carries(op)
             case nvgpu.MBarrierArriveOp() | nvgpu.MBarrierArriveExpectTxOp() | nvgpu.TmaLoadOp():
                 if self.reads_pending and isinstance(op, nvgpu.MBarrierArriveOp):
-                    threads = WARPGROUP_THREADS * self.warpgroups
-                    insert_before(op, [nvgpu.NamedBarrierSyncOp(SLOT_READ_BARRIER_ID, threads)])
-                    self.reads_pending = False
+                    self.sync_reads(op)
                 guard = if_op(self.threads.is_thread0, [])
                 insert_before(op, [guard])
                 op.detach()

@@ -1246,3 +1246,20 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation("slot_read_sync_hoisted", "safe", slot_read_sync_hoisted, broken=False),
     ]
 }
+
+
+def slot_read_drain_sync_dropped(m: ModuleOp) -> None:
+    """The slot-read barrier before a drain that later uses of the ring follow (the
+    persistent tile loop) is dropped: thread 0 releases the tile's last slots while other
+    threads may still read them into registers, and the next tile's copy refills them."""
+    for drain in m.walk():
+        sync = drain.prev_op
+        if (
+            isinstance(drain, scf.ForOp)
+            and aref.DRAIN_ATTR in drain.attributes
+            and isinstance(sync, nvgpu.NamedBarrierSyncOp)
+            and _id(sync) == nvgpu.SLOT_READ_BARRIER_ID
+        ):
+            Rewriter.erase_op(sync)
+            return
+    raise NotApplicable("no slot-read barrier before a drain")

@@ -34,8 +34,8 @@ per warpgroup, and proves:
   maximal run decides each case. This part is a bounded check, not a proof for every N;
 * slot reads: a ring slot every thread reads into registers (`fragment_load*`) is released
   by its one thread only after a `bar.sync` of every thread of the group, between the read
-  and the release in program order (a drain with no ring op after it needs none: no use D
-  later exists to refill the slot).
+  and the release in program order (before a drain's loop for its releases; a drain with no
+  ring op after it needs none: no use D later exists to refill the slot).
 
 Anything outside the model (a named barrier shared by two groups, under a condition other
 than the warpgroup index, a thread guard or the loop guards above, inside another region
@@ -904,7 +904,9 @@ def _synced_after_reads(
             prev = prev.prev_op
         parent = op.parent_op()
         if isinstance(parent, scf.ForOp) and aref.DRAIN_ATTR in parent.attributes:
-            return _last_ring_op(parent, flat)
+            return _last_ring_op(parent, flat) or _synced_after_reads(
+                parent, reads, threads, body, flat
+            )  # a sync before the drain loop covers all its releases
         if op.parent_block() is body or parent is None or isinstance(parent, scf.ForOp):
             return False  # the group's or the loop body's start: no sync since the read
         op = parent

@@ -42,6 +42,21 @@ def _gemm_with_row_sums(rng: np.random.Generator) -> Launch:
     return Launch((M // 128, N // 64), args, blocks, [(c, answer)])
 
 
+def _gemm_with_row_sums_persistent(rng: np.random.Generator) -> Launch:
+    """Launched persistent: each program walks tiles, and the drain after a tile's K loop
+    releases its last A slot (after the slot-read barrier) while the producer already loads
+    the next tile's."""
+    run = _gemm_with_row_sums(rng)
+    run.kwargs["persistent"] = True
+    return run
+
+
 CASES: list[Case] = [
     Case("gemm_with_row_sums", gemm_with_row_sums, _gemm_with_row_sums, ("13.5",)),
+    Case(
+        "gemm_with_row_sums_persistent",
+        gemm_with_row_sums,
+        _gemm_with_row_sums_persistent,
+        ("13.5",),
+    ),
 ]

@@ -2,8 +2,9 @@
 reductions over two consumer warpgroups: their 8 warps' partials meet in smem behind
 `bar.sync 6, 256`) and `proved` (kernels the verifier once refused). Each kernel, launched as
 its user launches it (`kernel[grid](...)` on numpy-backed descriptors, default compile
-options, the rings proved), matches numpy with two seeds, and `more` and `columns` once more
-through the TMA-store epilogue. The CPU halves are tests/unit/test_corpus_more.py,
+options but the case's own `persistent=True`, the rings proved), matches numpy with two seeds,
+and `more` and `columns` once more through the TMA-store epilogue; the persistent GEMM with
+row sums once more on more tiles than SMs. The CPU halves are tests/unit/test_corpus_more.py,
 test_interp_nvgpu_columns.py and test_verify_proved.py."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tawa_xdsl.descriptor import TensorDescriptor
 from tests.corpus import columns, more, proved
 from tests.corpus.case import check
 
@@ -37,3 +39,22 @@ def test_corpus_kernel_with_the_tma_store_epilogue_matches_numpy(name: str) -> N
         out[...] = np.nan
     CASES[name].kernel[run.grid](*run.args, **run.kwargs, interpret=False, epilogue="tma")
     check(run)
+
+
+def test_persistent_row_sums_walk_several_tiles_per_program() -> None:
+    """The persistent GEMM with row sums of A on 288 tiles: every program of the 132 runs two
+    or three, so each tile's drain releases its last A slot (after the slot-read barrier)
+    while the producer already loads the next tile's into it."""
+    rng = np.random.default_rng(3)
+    m, n, k = 2048, 1152, 256
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    a32 = a.astype(np.float32)
+    answer = a32 @ b.astype(np.float32).T + a32.sum(axis=1, keepdims=True)
+    boxes = ((a, [128, 64]), (b, [64, 64]), (c, [128, 64]))
+    descs = [TensorDescriptor.from_tensor(x, box) for x, box in boxes]
+    proved.gemm_with_row_sums[(m // 128, n // 64)](
+        *descs, k, BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, persistent=True, interpret=False
+    )
+    np.testing.assert_allclose(c.astype(np.float32), answer, rtol=2e-2, atol=2e-2)

@@ -10,7 +10,6 @@ import pkgutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ import pytest
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.compiler import lower_to_nvgpu_level
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
-from tawa_xdsl.runtime.dispatch import host_descriptor, is_descriptor
 
 # The corpus modules import `tests.corpus.case`: the repository root must be importable
 # (pytest puts only this folder on sys.path).
@@ -27,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import tests.corpus  # noqa: E402
-from tests.corpus.case import Case, check  # noqa: E402
+from tests.corpus.case import Case, check, nvgpu_launch  # noqa: E402
 
 # The shared shape is not a family; forms and more have their own tests (test_corpus_forms*.py:
 # both epilogues, and the kernels the verifier cannot model yet; test_corpus_more*.py: both
@@ -47,10 +45,6 @@ def corpus() -> list[Case]:
 CASES = corpus()
 
 
-def host_args(args: list[Any]) -> list[Any]:
-    return [host_descriptor(a) if is_descriptor(a) else a for a in args]
-
-
 def test_the_corpus_covers_the_issue_items():
     covered = {item for case in CASES for item in case.covers}
     assert {"1", "2", "3"} <= covered
@@ -68,5 +62,5 @@ def test_corpus_kernel_compiles_and_matches_numpy(case: Case):
     check(run)
     run = case.launch(np.random.default_rng(0))
     nvgpu = lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False))
-    run_nvgpu_kernel(nvgpu, run.grid, host_args(run.args))
+    run_nvgpu_kernel(nvgpu, *nvgpu_launch(run, compiled.options.persistent))
     check(run)

@@ -1,7 +1,7 @@
 """Kernels the verifier once refused, proved with the default compile (tests/corpus/proved.py,
-issue 13 item 5): the compile proves every ring and the slot-read barrier on the nvgpu level,
-the PTX assembles without a warning, and the tile and nvgpu interpreters equal numpy. The
-GPU half is tests/gpu/test_corpus_more_gpu.py."""
+issue 13 item 5; the persistent form with `persistent=True`): the compile proves every ring
+and the slot-read barrier on the nvgpu level, the PTX assembles without a warning, and the
+tile and nvgpu interpreters equal numpy. The GPU half is tests/gpu/test_corpus_more_gpu.py."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ import pytest
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.compiler import lower_to_nvgpu_level
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
-from tawa_xdsl.runtime.dispatch import host_descriptor, is_descriptor
 from tawa_xdsl.verify.check import check_module
 from tests.corpus import proved
-from tests.corpus.case import check
+from tests.corpus.case import check, nvgpu_launch
 
 CASES = {case.name: case for case in proved.CASES}
 
@@ -55,20 +54,6 @@ def test_kernel_matches_numpy_in_both_interpreters(name: str) -> None:
     run = case.launch(np.random.default_rng(2))
     compiled = case.kernel.compile(*run.args, **run.kwargs)
     module = lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False))
-    args = [host_descriptor(a) if is_descriptor(a) else a for a in run.args]
-    run_nvgpu_kernel(module, run.grid, args, schedule="round-robin")
+    grid, args = nvgpu_launch(run, compiled.options.persistent)  # persistent: 2 tiles each
+    run_nvgpu_kernel(module, grid, args, schedule="round-robin")
     check(run)
-
-
-def test_persistent_kernel_whose_drain_skips_the_slot_read_barrier_is_refused() -> None:
-    """Persistent, the drain after each tile's K loop releases the last A slot with no
-    `bar.sync` after the threads' register reads, and the next tile's copy may refill it
-    while a warp still reads it: the compile refuses, naming the release."""
-    case = CASES["gemm_with_row_sums"]
-    run = case.launch(np.random.default_rng(0))
-    compiled = case.kernel.compile(*run.args, **run.kwargs, persistent=True)
-    refusal = compiled.gpu_refusal()
-    assert "'nvgpu.mbarrier_arrive' releases a slot of ring ring that every thread read" in (
-        refusal
-    ), refusal
-    assert "\n" not in refusal and refusal.startswith(proved.__file__), refusal
