@@ -3,7 +3,12 @@
 # Expects `out` (the output folder); the wheels come from $WHEELS (default carry/wheels).
 wheels="${WHEELS:-carry/wheels}"
 mkdir -p "$out" /tmp/site
-python3 -c "import zipfile, glob, sys; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$wheels"
+# Extract once per machine: a later call must not rewrite libz3.so under a process that has it
+# mapped (a GPU fuzz run started by an earlier call): that process dies of SIGBUS or SIGSEGV.
+if [ ! -e /tmp/site/.extracted ]; then
+    python3 -c "import zipfile, glob, sys; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$wheels"
+    touch /tmp/site/.extracted
+fi
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 

@@ -10,7 +10,8 @@ Premises (P1-P4 checked here or by the per-ring proofs; P5 assumed):
 * P1 (roles) one producer group puts every ring (its only waits are on empty barriers, its
   arrives on full ones, it issues the copies and stores); consumer groups wait only on full
   barriers and arrive only on empty ones. Every ring op of a group is in its tile body
-  (once per tile) or in the one inner loop all its rings share, with the peeled prologue,
+  (once per tile) or in the loops of the group's sequence of inner loops (a ring may use
+  some of them: the others' uses do not count for it), with the peeled prologue,
   the lookahead guard `iv + step < ub`, lag guards `held >= L` and drains after the loop
   that `extract.py` recognizes.
 * P2 (per ring) every ring is proved by `certificate.prove` (or the explicit search): no
@@ -19,8 +20,9 @@ Premises (P1-P4 checked here or by the per-ring proofs; P5 assumed):
   warpgroup released use u, and a wait for a completed phase passes until it is taken
   (waits are persistent).
 * P3 (same nest) every group runs the same loop nest (the trip counts are structurally
-  equal, `RingProtocolModel.trip_delta == 0`), so a use index belongs to the same tile and
-  inner-loop iteration in every group.
+  equal, `RingProtocolModel.trip_delta == 0`) and each ring uses the same loops of the
+  sequence in every group, so a use index belongs to the same tile and inner-loop
+  iteration in every group.
 * P4 control flow of the groups does not depend on barrier state (it depends on loop
   bounds only: the IR has no other branches around ring ops, `extract.py` refuses them).
 * P5 (assumed) the only blocking operations between groups are these mbarrier waits (the
@@ -78,7 +80,8 @@ class _Event:
     step: Step
     lag: int  # loop: use t - lag (skipped while t < lag); drain: the last `lag` uses
     phase: int  # 2j: before loop j of the sequence (after loop j - 1), 2j + 1: in loop j
-    seg: int = 0  # which loop of the sequence (prologue, loop and drain events)
+    seg: int = 0  # which loop of the group's sequence (prologue, loop and drain events)
+    loops: tuple[int, ...] = (0,)  # the loops of the sequence its ring uses
 
 
 class PremiseError(Exception):
@@ -107,17 +110,37 @@ def _segments(actor: Actor) -> list[Segment]:
     """The loops of the actor's sequence; one loop is the actor's own steps."""
     if len(actor.segments) > 1:
         return actor.segments
-    return [Segment(actor.steps, actor.prologue, actor.drain_pos, None)]
+    loop = actor.segments[0].loop if actor.segments else None
+    return [Segment(actor.steps, actor.prologue, actor.drain_pos, loop)]
+
+
+def _firsts(actors: list[tuple[int, Actor]], looped: list[bool]) -> dict:
+    """The loops of one group's rings (by identity) and the position of each one's first
+    ring op, in program order: the group's sequence of loops."""
+    firsts: dict = {}
+    for r, actor in actors:
+        for seg in _segments(actor) if looped[r] else []:
+            first = min(s.pos for s in seg.steps)
+            firsts[seg.loop] = min(firsts.get(seg.loop, first), first)
+    return dict(sorted(firsts.items(), key=lambda item: item[1]))
+
+
+def _loop_indices(actors: list[tuple[int, Actor]], looped: list[bool]) -> dict[int, tuple]:
+    """Ring -> the indices, in the group's sequence of loops, of the loops it uses."""
+    order = list(_firsts(actors, looped))
+    return {
+        r: tuple(order.index(seg.loop) for seg in _segments(actor))
+        for r, actor in actors
+        if looped[r]
+    }
 
 
 def _events(actors: list[tuple[int, Actor]], role: str, looped: list[bool]) -> list[_Event]:
-    """The ring ops of one group's tile program, loop j of a sequence of loops in phase
-    2j + 1 (its peeled use before it, in phase 2j; its drain after it, in phase 2j + 2)."""
-    firsts: dict[int, int] = {}  # loop j of the sequence: the position of its first ring op
-    for r, actor in actors:
-        for j, seg in enumerate(_segments(actor) if looped[r] else []):
-            first = min(s.pos for s in seg.steps)
-            firsts[j] = min(firsts.get(j, first), first)
+    """The ring ops of one group's tile program, loop j of its sequence of loops in phase
+    2j + 1 (its peeled use before it, in phase 2j; its drain after it, in phase 2j + 2); a
+    ring may use some of the loops only (its uses count on through those)."""
+    firsts = _firsts(actors, looped)
+    indices = _loop_indices(actors, looped)
     out = []
     for r, actor in actors:
         if not looped[r]:
@@ -127,19 +150,20 @@ def _events(actors: list[tuple[int, Actor]], role: str, looped: list[bool]) -> l
                     phase = 2 * sum(lo < step.pos for lo in firsts.values())
                     out.append(_Event(r, kind, "tile", step, 0, phase))
             continue
-        for j, seg in enumerate(_segments(actor)):
+        mine = indices[r]
+        for j, seg in zip(mine, _segments(actor), strict=True):
             for step in seg.prologue:
                 kind = _kind(step, role)
                 if kind:
-                    out.append(_Event(r, kind, "prologue", step, 0, 2 * j, j))
+                    out.append(_Event(r, kind, "prologue", step, 0, 2 * j, j, mine))
             for step in seg.steps:
                 kind = _kind(step, role)
                 if kind:
-                    out.append(_Event(r, kind, "loop", step, step.lag, 2 * j + 1, j))
+                    out.append(_Event(r, kind, "loop", step, step.lag, 2 * j + 1, j, mine))
             if actor.drain:
                 rel = next(s for s in seg.steps if s.kind == "arrive" and s.barrier == "empty")
                 drained = Step(**{**rel.__dict__, "pos": seg.drain_pos})
-                out.append(_Event(r, "release", "drain", drained, actor.lag, 2 * j + 2, j))
+                out.append(_Event(r, "release", "drain", drained, actor.lag, 2 * j + 2, j, mine))
     return out
 
 
@@ -151,7 +175,8 @@ class _Instance:
         t = z3.Int(f"t_{name}")
         pos = ev.step.pos
         n = ns[ev.seg]
-        before = z3.Sum([z3.IntVal(0), *ns[: ev.seg]])  # uses of the loops before this one
+        # the ring's uses in its loops before this one
+        before = z3.Sum([z3.IntVal(0), *(ns[j] for j in ev.loops if j < ev.seg)])
         if ev.where == "tile":
             self.use, self.exists = z3.IntVal(0), z3.And(t == 0)
             self.key = (ev.phase, z3.IntVal(pos), z3.IntVal(0))
@@ -169,7 +194,8 @@ class _Instance:
             self.use = before + t
             self.exists = z3.And(t >= 0, t < n, t >= n - ev.lag)
             self.key = (ev.phase, z3.IntVal(pos), t)
-        self.uses = z3.Sum(ns) if looped[ev.ring] else z3.IntVal(1)  # uses per tile
+        uses = z3.Sum([ns[j] for j in ev.loops])
+        self.uses = uses if looped[ev.ring] else z3.IntVal(1)  # uses per tile
 
 
 def _before(a: tuple, b: tuple) -> Expr:
@@ -198,18 +224,13 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
         if len(depths) != 1 or next(iter(depths)) not in (inner, inner - 1):
             raise PremiseError(f"ring {r.name}: neither in the inner loop nor once per tile (P1)")
         looped.append(inner > 0 and next(iter(depths)) == inner)
-    _same_loops([(r, r.producer) for r, on in zip(rings, looped, strict=True) if on])
-    for g in sorted({c.group for r in rings for c in r.consumers}):
-        mine = [(r, c) for r, on in zip(rings, looped, strict=True) if on for c in r.consumers]
-        _same_loops([(r, c) for r, c in mine if c.group == g])
-    prod = _events([(k, r.producer) for k, r in enumerate(rings)], "producer", looped)
+    producer = [(k, r.producer) for k, r in enumerate(rings)]
+    prod = _events(producer, "producer", looped)
     consumer_groups = sorted({c.group for r in rings for c in r.consumers})
     for g in consumer_groups:
-        cons = _events(
-            [(k, c) for k, r in enumerate(rings) for c in r.consumers if c.group == g],
-            "consumer",
-            looped,
-        )
+        mine = [(k, c) for k, r in enumerate(rings) for c in r.consumers if c.group == g]
+        _same_loops(rings, _loop_indices(producer, looped), _loop_indices(mine, looped))
+        cons = _events(mine, "consumer", looped)
         witness = _pattern(rings, prod, cons, looped)
         if witness:
             return CompositionVerdict(
@@ -218,21 +239,25 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
     return CompositionVerdict(True, time.perf_counter() - start, rings=names)
 
 
-def _same_loops(actors: list[tuple[RingProtocolModel, Actor]]) -> None:
-    """The looped rings of one group are used by the same loops (P3): two sequential loops of
-    different rings are not one interleaved loop."""
-    seqs = {(r.name, tuple(s.loop for s in a.segments)) for r, a in actors}
-    if len({loops for _, loops in seqs}) > 1:
-        names = ", ".join(sorted(name for name, _ in seqs))
-        raise PremiseError(f"rings {names} of one group are used by different loops (P3)")
+def _same_loops(rings: list[RingProtocolModel], producer: dict, consumer: dict) -> None:
+    """Each ring uses the same loops of the sequence in the producer as in a consumer group
+    (P3): loop j of one group is loop j of the other (its trip count is compared with the
+    producer's by the ring that uses it), so two sequential loops are not one interleaved
+    loop, and a ring used by some of the loops counts its uses through those only."""
+    for r, loops in consumer.items():
+        if producer.get(r) != loops:
+            raise PremiseError(
+                f"ring {rings[r].name} is used by other loops of the sequence in the producer "
+                "than in a consumer (P3)"
+            )
 
 
 def _pattern(
     rings: list[RingProtocolModel], prod: list[_Event], cons: list[_Event], looped: list[bool]
 ) -> str:
     """A description of an instance of the pattern, or "" when there is none for any N."""
-    count = max((len(a.segments) for r in rings for a in (r.producer, *r.consumers)), default=1)
-    ns = [z3.Int(f"N{j}") for j in range(max(count, 1))]
+    count = 1 + max((j for e in (*prod, *cons) for j in e.loops), default=0)
+    ns = [z3.Int(f"N{j}") for j in range(count)]
     combos: list[tuple[Expr, tuple[_Event, ...]]] = []
     k = 0
     for e in (x for x in cons if x.kind == "release"):

@@ -26,6 +26,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawa_xdsl import protocol
 from tawa_xdsl.dialects import aref, nvgpu
 from tawa_xdsl.verify.extract import Group, Ring, find_rings, is_thread_guard, kernel_groups
+from tawa_xdsl.verify.named_barriers import NAMED, uniform_key
 
 
 class NotApplicable(Exception):
@@ -1149,17 +1150,24 @@ def slot_read_sync_after_release(m: ModuleOp) -> None:
 def slot_read_sync_one_warpgroup(m: ModuleOp) -> None:
     """Only the first consumer warpgroup takes the slot-read barrier of all (the guard
     differs between the consumers): it waits for threads that never come."""
-    sync = _slot_read_sync(m)
+    _in_first_consumer(m, _slot_read_sync(m))
+
+
+def _first_consumer(m: ModuleOp, before: Operation) -> SSAValue:
+    """`wg == the first consumer warpgroup`, computed right before `before`."""
     wg = next(o.result for o in m.walk() if isinstance(o, nvgpu.WarpgroupIndexOp))
     groups = Site(m).groups
     consumer = next(n for n, g in enumerate(groups) if g.role == "consumer")
-    first = _const(sum(g.count for g in groups[:consumer]), sync)
-    cmp = arith.CmpiOp(wg, first, "eq")
-    Rewriter.insert_op(cmp, InsertPoint.before(sync))
-    guard = scf.IfOp(cmp.result, [], [scf.YieldOp()])
-    Rewriter.insert_op(guard, InsertPoint.before(sync))
-    sync.detach()
-    Rewriter.insert_op(sync, InsertPoint.at_start(guard.true_region.block))
+    first = _const(sum(g.count for g in groups[:consumer]), before)
+    return _insert([arith.CmpiOp(wg, first, "eq")], before)
+
+
+def _in_first_consumer(m: ModuleOp, op: Operation) -> None:
+    """Put `op` under `scf.if (wg == the first consumer warpgroup)`."""
+    guard = scf.IfOp(_first_consumer(m, op), [], [scf.YieldOp()])
+    Rewriter.insert_op(guard, InsertPoint.before(op))
+    op.detach()
+    Rewriter.insert_op(op, InsertPoint.at_start(guard.true_region.block))
 
 
 def slot_read_sync_threads_wrong(m: ModuleOp) -> None:
@@ -1175,6 +1183,129 @@ def slot_read_sync_hoisted(m: ModuleOp) -> None:
     assert guard is not None
     sync.detach()
     Rewriter.insert_op(sync, InsertPoint.before(guard))
+
+
+def _uniform_guard(m: ModuleOp) -> scf.IfOp:
+    """The consumers' `scf.if` on kernel arguments (`K > 0`) around their named barriers."""
+    for op in Site(m).ops(scf.IfOp, "consumer"):
+        if uniform_key(op.cond) is not None and any(isinstance(o, NAMED) for o in op.walk()):
+            return op  # type: ignore[return-value]
+    raise NotApplicable("no named barrier under a uniform condition")
+
+
+def uniform_condition_on_warpgroup(m: ModuleOp) -> None:
+    """The consumers' uniform condition also asks `wg == first consumer`: it differs between
+    the consumer warpgroups (the second one skips the loop and its named barriers)."""
+    guard = _uniform_guard(m)
+    first = _first_consumer(m, guard)
+    guard.operands = [_insert([arith.AndIOp(guard.cond, first)], guard)]
+
+
+def uniform_condition_differs_from_producer(m: ModuleOp) -> None:
+    """The consumers compare the argument with itself (`K > K`, never true) where the
+    producer compares it with 0: the producer fills slots nobody reads."""
+    guard = _uniform_guard(m)
+    cmp = guard.cond.owner
+    assert isinstance(cmp, arith.CmpiOp)
+    guard.operands = [_insert([arith.CmpiOp(cmp.lhs, cmp.lhs, cmp.predicate.value.data)], guard)]
+
+
+def uniform_sync_threads_doubled(m: ModuleOp) -> None:
+    """The first named barrier under the uniform condition counts a warpgroup more than
+    take part in it."""
+    sync = next(o for o in _uniform_guard(m).walk() if isinstance(o, nvgpu.NamedBarrierSyncOp))
+    sync.properties["threads"] = IntegerAttr(2 * sync.threads.value.data, i32)
+
+
+def staging_sync_one_warpgroup(m: ModuleOp) -> None:
+    """The barrier before the staging write is taken by the first consumer warpgroup only:
+    the branch of the second drops it."""
+    sync = _staging_writes(m)[0].prev_op
+    if not isinstance(sync, nvgpu.NamedBarrierSyncOp):
+        raise NotApplicable("no barrier before the staging write")
+    _in_first_consumer(m, sync)
+
+
+def _exit_wait(m: ModuleOp) -> Operation:
+    """The thread guard around the consumers' last `tma_store_wait`, after the uniform
+    condition around their TMA store."""
+    guard, wait = _uniform_guard(m), _store_waits(m)[-1]
+    block = guard.parent_block()
+    ops = list(block.ops) if block is not None else []
+    if wait not in ops or ops.index(wait) < ops.index(guard):
+        raise NotApplicable("no store wait after the uniform condition")
+    return wait
+
+
+def exit_wait_under_negated_condition(m: ModuleOp) -> None:
+    """The last `tma_store_wait` runs only when the uniform condition is false (when no
+    store was issued): a warpgroup exits with its store still reading shared memory."""
+    guard, wait = _uniform_guard(m), _exit_wait(m)
+    true = arith.ConstantOp(IntegerAttr(1, 1))
+    negated = _insert([true, arith.XOrIOp(guard.cond, true.result)], wait)
+    around = scf.IfOp(negated, [], [scf.YieldOp()])
+    Rewriter.insert_op(around, InsertPoint.before(wait))
+    wait.detach()
+    Rewriter.insert_op(wait, InsertPoint.at_start(around.true_region.block))
+
+
+def exit_wait_inside_condition(m: ModuleOp) -> None:
+    """Safe: the last `tma_store_wait` moves into the uniform condition's branch, after the
+    store (with no store issued there is nothing to wait for)."""
+    guard, wait = _uniform_guard(m), _exit_wait(m)
+    wait.detach()
+    Rewriter.insert_op(wait, InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+
+
+def _second_loop_sync(m: ModuleOp) -> nvgpu.NamedBarrierSyncOp:
+    """The consumers' first `bar.sync` in the second loop of the ring's sequence."""
+    loop = _segment_loops(Site(m), "consumer")[1]
+    for op in loop.walk():
+        if isinstance(op, nvgpu.NamedBarrierSyncOp):
+            return op
+    raise NotApplicable("no named barrier in the second loop")
+
+
+def second_loop_sync_dropped(m: ModuleOp) -> None:
+    """The second loop's slot-read barrier is gone (the first loop keeps its own)."""
+    Rewriter.erase_op(_second_loop_sync(m))
+
+
+def second_loop_sync_one_warpgroup(m: ModuleOp) -> None:
+    """Only the first consumer warpgroup takes the second loop's barrier of all: it waits
+    for threads that never come."""
+    _in_first_consumer(m, _second_loop_sync(m))
+
+
+def second_loop_extra_sync_one_warpgroup(m: ModuleOp) -> None:
+    """The first consumer warpgroup takes the second loop's barrier twice per iteration (the
+    slot reads stay synced): its arrivals outrun the other warpgroup's."""
+    sync = _second_loop_sync(m)
+    extra = sync.clone()
+    Rewriter.insert_op(extra, InsertPoint.after(sync))
+    _in_first_consumer(m, extra)
+
+
+def second_loop_sync_threads_wrong(m: ModuleOp) -> None:
+    """The second loop's barrier counts one warpgroup of the two."""
+    sync = _second_loop_sync(m)
+    sync.properties["threads"] = IntegerAttr(sync.threads.value.data // 2, i32)
+
+
+def second_loop_sync_after_loop(m: ModuleOp) -> None:
+    """The second loop's barrier moves after the loop: as many arrivals in each warpgroup
+    for one trip, none between a thread's slot reads and thread 0's releases."""
+    sync = _second_loop_sync(m)
+    loop = _enclosing(sync, scf.ForOp)
+    assert loop is not None
+    sync.detach()
+    Rewriter.insert_op(sync, InsertPoint.after(loop))
+
+
+def second_loop_sync_renumbered(m: ModuleOp) -> None:
+    """Safe: the second loop's barrier uses another free id in every warpgroup."""
+    used = {op.barrier_id.value.data for op in m.walk() if hasattr(op, "barrier_id")}
+    _renumber(_second_loop_sync(m), next(i for i in range(6, 16) if i not in used))
 
 
 NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
@@ -1244,6 +1375,49 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
             "of a warpgroup read the slot in lockstep",
         ),  # fmt: skip
         Mutation("slot_read_sync_hoisted", "safe", slot_read_sync_hoisted, broken=False),
+        Mutation(
+            "uniform_condition_on_warpgroup", "uniform conditions", uniform_condition_on_warpgroup
+        ),
+        Mutation(
+            "uniform_condition_differs_from_producer",
+            "uniform conditions",
+            uniform_condition_differs_from_producer,
+        ),
+        Mutation(
+            "uniform_sync_threads_doubled", "uniform conditions", uniform_sync_threads_doubled
+        ),
+        Mutation("staging_sync_one_warpgroup", "uniform conditions", staging_sync_one_warpgroup),
+        Mutation(
+            "exit_wait_under_negated_condition",
+            "uniform conditions",
+            exit_wait_under_negated_condition,
+        ),
+        Mutation("exit_wait_inside_condition", "safe", exit_wait_inside_condition, broken=False),
+        Mutation(
+            "second_loop_sync_dropped", "loop sequences", second_loop_sync_dropped, unseen=LOCKSTEP
+        ),
+        Mutation(
+            "second_loop_sync_one_warpgroup", "loop sequences", second_loop_sync_one_warpgroup
+        ),
+        Mutation(
+            "second_loop_extra_sync_one_warpgroup",
+            "loop sequences",
+            second_loop_extra_sync_one_warpgroup,
+        ),
+        Mutation(
+            "second_loop_sync_threads_wrong",
+            "loop sequences",
+            second_loop_sync_threads_wrong,
+            unseen="each warpgroup completes a phase of its own, and the interpreter's threads "
+            "of a warpgroup read the slot in lockstep",
+        ),  # fmt: skip
+        Mutation(
+            "second_loop_sync_after_loop",
+            "loop sequences",
+            second_loop_sync_after_loop,
+            unseen=LOCKSTEP,
+        ),
+        Mutation("second_loop_sync_renumbered", "safe", second_loop_sync_renumbered, broken=False),
     ]
 }
 

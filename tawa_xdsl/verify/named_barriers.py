@@ -13,13 +13,17 @@ per warpgroup, and proves:
   iteration but the first: N - [N > 0]), `iv + step < ub` (every iteration but the
   last, the rotated loop's hand-off: N - [N > 0] too) and a ring's lag guard `x >= L`
   (the guard of a release lagged by L, which the ring extraction checks counts one use per
-  iteration: N - min(N, L)), compared coefficient by coefficient; `iv + step` is assumed
-  not to wrap, as the loop's own increment);
+  iteration: N - min(N, L)) and a 0/1 variable `[c]` for each uniform condition c (an
+  `scf.if` on pure integer arithmetic of kernel arguments, constants and program ids, which
+  every thread of the CTA evaluates alike: the same variable in every warpgroup and for the
+  same condition in every group), compared coefficient by coefficient; `iv + step` is
+  assumed not to wrap, as the loop's own increment);
 * turns: the warpgroups' named-barrier programs, run together with the hardware's counting
   semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
   phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
   arrived at exit, under every interleaving, for trip counts 0..`TRIPS` of each loop (the
-  same inner trip count in every tile): a bounded check of a program periodic in the trip;
+  same inner trip count in every tile) and either value of each uniform condition: a
+  bounded check of a program periodic in the trip;
 * staging: a buffer a `tma_store` reads is written only when no store group of the
   warpgroup may still read it (a `tma_store_wait 0` in the storing thread, then a named
   barrier the writers take part in, since the last commit), and every warpgroup ends with
@@ -29,17 +33,21 @@ per warpgroup, and proves:
   blocked on its turn while the other waits for a ring use that only the first one frees):
   every warpgroup's ring ops (read as `compose.py` reads them, on the per-ring proofs'
   premise that use u of a ring is put / released exactly when its ops ran) and named-barrier
-  ops run together to a fixpoint, for 0..D + `TRIPS` uses per tile (D the deepest ring) and
-  one or two tiles. Waits and syncs are enabled monotonically by what the others did, so one
-  maximal run decides each case. This part is a bounded check, not a proof for every N;
+  ops run together to a fixpoint, for 0..D + `TRIPS` iterations of each loop of the rings'
+  sequence of loops (D the deepest ring; a ring may use some of the loops, its uses count on
+  through those), one or two tiles and either value of each uniform condition (a ring op
+  under a false one, around whole loops of ring ops, does not run). Waits and syncs are
+  enabled monotonically by what the others did, so one maximal run decides each case. This
+  part is a bounded check, not a proof for every N;
 * slot reads: a ring slot every thread reads into registers (`fragment_load*`) is released
   by its one thread only after a `bar.sync` of every thread of the group, between the read
   and the release in program order (before a drain's loop for its releases; a drain with no
   ring op after it needs none: no use D later exists to refill the slot).
 
 Anything outside the model (a named barrier shared by two groups, under a condition other
-than the warpgroup index, a thread guard or the loop guards above, inside another region
-op, in a loop other than the rings') is refused in one line.
+than the warpgroup index, a thread guard, the loop guards above or a uniform condition,
+in an else-branch, inside another region op, in a loop that is none of the rings' loops)
+is refused in one line.
 """
 
 from __future__ import annotations
@@ -48,13 +56,13 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawa_xdsl import protocol
 from tawa_xdsl.diagnostics import op_location
-from tawa_xdsl.dialects import aref, nvgpu
+from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS
 from tawa_xdsl.verify.extract import (
     Actor,
@@ -107,6 +115,17 @@ class Guarded:
 
 
 @dataclass
+class Uniform:
+    """Events under an `scf.if` whose condition every warpgroup evaluates alike (computed
+    from kernel arguments, constants and program ids only); `key` is the condition's
+    structure, so the same condition in two groups is one variable."""
+
+    op: scf.IfOp
+    key: tuple
+    items: list
+
+
+@dataclass
 class Program:
     """One warpgroup's named-barrier and staging events."""
 
@@ -150,6 +169,35 @@ def _warpgroup_branch(cond: SSAValue, wg: SSAValue, index: int) -> bool | None:
     predicate = op.predicate.value.data
     compare = {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b}
     return compare.get(predicate, {6: a < b, 7: a <= b, 8: a > b, 9: a >= b}.get(predicate))
+
+
+UNIFORM_OPS = (
+    arith.CmpiOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.DivSIOp, arith.DivUIOp,
+    arith.CeilDivSIOp, arith.CeilDivUIOp, arith.FloorDivSIOp, arith.RemSIOp, arith.RemUIOp,
+    arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.MaxSIOp, arith.MinSIOp, arith.MaxUIOp,
+    arith.MinUIOp, arith.ExtUIOp, arith.ExtSIOp, arith.TruncIOp, arith.SelectOp,
+)  # fmt: skip
+
+
+def uniform_key(value: SSAValue) -> tuple | None:
+    """The structure of `value` when every thread of the CTA computes the same value (pure
+    integer arithmetic on kernel arguments, constants and program ids), else None."""
+    constant = protocol.constant_of(value)
+    if constant is not None:
+        return ("c", constant)
+    op = value.owner
+    if isinstance(op, Block):
+        parent = op.parent_op()
+        return ("arg", value.index) if isinstance(parent, func.FuncOp) else None  # type: ignore[attr-defined]
+    if isinstance(op, tile.ProgramIdOp | tile.NumProgramsOp):
+        return (op.name, op.axis.value.data)
+    if not isinstance(op, UNIFORM_OPS):
+        return None
+    keys = [uniform_key(v) for v in op.operands]
+    if any(k is None for k in keys):
+        return None
+    props = tuple(sorted((k, str(v)) for k, v in op.properties.items()))
+    return (op.name, props, *keys)
 
 
 def _roots(op: Operation) -> set[SSAValue]:
@@ -257,10 +305,13 @@ class _Walker:
             assert isinstance(cmp, arith.CmpiOp)
             return self.block(branches[0], loops, protocol.constant_of(cmp.rhs))
         guard = _loop_guard(op, loops)
-        if guard is None:
+        if guard is not None:
+            guard.items = self.block(branches[0], loops, thread)
+            return [guard]
+        key = uniform_key(op.cond)
+        if key is None:
             raise fail(op, "named barrier or TMA store under a condition the model does not cover")
-        guard.items = self.block(branches[0], loops, thread)
-        return [guard]
+        return [Uniform(op, key, self.block(branches[0], loops, thread))]
 
 
 def _relevant_block(block: Block) -> bool:
@@ -333,6 +384,8 @@ def _count(items: list, ident: int) -> Poly:
                 once = _count(guard.items, ident)
                 total.update(_times(once, trips))
                 total.subtract(_times(once, _first(guard)))
+        elif isinstance(item, Uniform):  # [cond]: one 0/1 variable per condition
+            total.update(_times(_count(item.items, ident), Counter({frozenset({item.key}): 1})))
         elif item.kind == "nonempty":
             total.update(_times(_count(item.items, ident), _var("P", item.loop)))
         elif _count(item.items, ident):
@@ -392,9 +445,17 @@ def check_counts(progs: list[Program]) -> None:
 def _show(poly: Poly) -> str:
     terms = []
     for mono, c in sorted(poly.items(), key=lambda x: len(x[0])):
-        factors = "".join(f"{'[N>0]' if k == 'P' else 'N'}" for k, _ in sorted(mono))
+        factors = "".join(_factor(x) for x in sorted(mono, key=str))
         terms.append(f"{c}{factors}" if factors else str(c))
     return " + ".join(terms) or "0"
+
+
+def _factor(var: tuple) -> str:
+    """A variable of a count: N, [N > 0], min(N, L) of a loop, [c] of a uniform condition."""
+    kind = str(var[0])
+    if kind in ("N", "P"):
+        return "N" if kind == "N" else "[N>0]"
+    return f"min(N,{kind[3:]})" if kind.startswith("min") else "[if]"
 
 
 def _loc(op: Operation) -> str:
@@ -418,6 +479,9 @@ def _flatten(items: list, trip: dict[int, int], iteration: dict[int, int]) -> li
         elif isinstance(item, Loop):
             for k in range(trip[id(item.op)]):
                 out += _flatten(item.items, trip, {**iteration, id(item.op): k})
+        elif isinstance(item, Uniform):
+            if trip[item.key]:
+                out += _flatten(item.items, trip, iteration)
         elif item.kind == "nonempty":
             if trip[id(item.loop)] > 0:
                 out += _flatten(item.items, trip, iteration)
@@ -433,28 +497,38 @@ def _runs(guard: Guarded, iteration: int, trips: int) -> bool:
     return iteration != 0 if guard.kind == "notfirst" else iteration != trips - 1
 
 
-def _loops(items: list) -> list[int]:
-    out = []
+def _choices(items: list) -> dict:
+    """What the turn simulation enumerates: each loop's trip count 0..TRIPS (by the loop's
+    id), each uniform condition false or true (by its key)."""
+    out: dict = {}
     for item in items:
         if isinstance(item, Loop):
-            out.append(id(item.op))
+            out[id(item.op)] = range(TRIPS + 1)
+        elif isinstance(item, Uniform):
+            out[item.key] = range(2)
         if not isinstance(item, Event):
-            out += _loops(item.items)
-    return list(dict.fromkeys(out))
+            out.update(_choices(item.items))
+    return out
 
 
 def check_turns(progs: list[Program]) -> None:
-    """The turn simulation (module docstring) for every trip count 0..TRIPS of each loop."""
+    """The turn simulation (module docstring) for every trip count 0..TRIPS of each loop
+    and either value of each uniform condition."""
     named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
     if len(named) < 2:
         return
-    loops = list(dict.fromkeys(x for p in named for x in _loops(p.items)))
-    for choice in itertools.product(range(TRIPS + 1), repeat=len(loops)):
-        trip = dict(zip(loops, choice, strict=True))
+    choices: dict = {}
+    for prog in named:
+        choices.update(_choices(prog.items))
+    for choice in itertools.product(*choices.values()):
+        trip = dict(zip(choices, choice, strict=True))
         runs = [_flatten(p.items, trip, {}) for p in named]
         problem = _explore(runs, [p.name for p in named])
         if problem:
-            shown = ", ".join(f"N={n}" for n in choice)
+            shown = ", ".join(
+                f"N={n}" if isinstance(k, int) else f"if={bool(n)}"
+                for k, n in zip(choices, choice, strict=True)
+            )
             raise NamedBarrierViolation(
                 f"{_first_named(named)}: named barriers, trip counts {shown}: {problem}"
             )
@@ -545,112 +619,146 @@ def _ring_kind(step: Step, role: str) -> str | None:
 
 
 def _ring_instances(
-    rings: list[RingProtocolModel], group: int, looped: list[bool], tiles: int, trips: int
+    rings: list[RingProtocolModel],
+    group: int,
+    looped: list[bool],
+    shape: tuple,
+    starts: list[int],
+    dropped: set[int],
 ) -> list[Instance]:
     """The ring op instances of one warpgroup of `group` (`compose.py`'s reading of a step:
-    the peeled prologue acts on use 0 of the tile, a lagged step on k - lag, a lookahead
-    step on k + 1, the drain on the last `lag` uses; uses count on across tiles)."""
+    the peeled prologue acts on the first use of its loop, a lagged step on k - lag, a
+    lookahead step on k + 1, the drain on the last `lag` uses of its loop; uses count on
+    through the loops of the sequence it uses and across tiles). `shape`: (tiles, the trip
+    count of each loop of the group's sequence, the loops' identities); `starts`: their
+    positions; `dropped`: those of the ring ops under a false uniform condition."""
+    tiles, trips, loops = shape
     actors = [
         (r, a)
         for r, ring in enumerate(rings)
         for a in (ring.producer, *ring.consumers)
         if a.group == group
     ]
-    lo = min((st.pos for r, a in actors if looped[r] for st in a.steps), default=-1)
     out = []
     for (r, actor), t in itertools.product(actors, range(tiles)):
-        base = t * (trips if looped[r] else 1)
-        for key, step, use in _tile_steps(actor, looped[r], lo, trips):
+        mine = [trips[loops.index(seg.loop)] for seg in actor.segments] if looped[r] else []
+        base = t * (sum(mine) if looped[r] else 1)
+        steps = _tile_steps(actor, mine, starts) if looped[r] else _tile_ops(actor, starts)
+        for key, step, use in steps:
             kind = _ring_kind(step, actor.role)
-            if kind:
+            if kind and step.pos not in dropped:
                 text = f"{step.text} @ {step.loc}"
                 out.append(Instance((t, *key), kind, r, base + use, text=text))
     return out
 
 
-def _tile_steps(actor: Actor, looped: bool, lo: int, trips: int) -> list[tuple]:
-    """(key without the tile, step, use in the tile) of one tile of `actor`."""
-    out = [((0, 0, st.pos), st, 0) for st in actor.prologue if trips >= 1]
-    for step in actor.steps:
-        if not looped:
-            out.append(((0 if step.pos < lo else 2, 0, step.pos), step, 0))
-            continue
-        for k in range(trips):
-            use = k + 1 if step.ahead else k - step.lag
-            if 0 <= use < trips:
-                out.append(((1, k, step.pos), step, use))
-    if actor.drain:
-        release = next(st for st in actor.steps if st.kind == "arrive")
-        for use in range(max(0, trips - actor.lag), trips):
-            out.append(((2, use, actor.drain_pos), release, use))
+def _tile_ops(actor: Actor, starts: list[int]) -> list[tuple]:
+    """(key without the tile, step, use) of a ring used once per tile, outside the loops."""
+    return [((_phase(st.pos, starts), st.pos, 0), st, 0) for st in actor.steps]
+
+
+def _phase(pos: int, starts: list[int]) -> int:
+    """2j: an op at `pos` outside the loops, after j loops of the sequence."""
+    return 2 * sum(start < pos for start in starts)
+
+
+def _tile_steps(actor: Actor, trips: list[int], starts: list[int]) -> list[tuple]:
+    """(key without the tile, step, use in the tile) of one tile of `actor`, `trips` the trip
+    count of each loop it uses: loop j of the group's sequence in phase 2j + 1 (keyed by
+    iteration, then position), its peeled use before it and its drain after it (keyed by
+    position, then use)."""
+    out = []
+    before = 0
+    for seg, n in zip(actor.segments, trips, strict=True):
+        j = _phase(seg.steps[0].pos, starts) // 2 - 1  # the loop holding its steps
+        out += [((2 * j, st.pos, 0), st, before) for st in seg.prologue if n >= 1]
+        for step in seg.steps:
+            for k in range(n):
+                use = k + 1 if step.ahead else k - step.lag
+                if 0 <= use < n:
+                    out.append(((2 * j + 1, k, step.pos), step, before + use))
+        if actor.drain:
+            release = next(st for st in seg.steps if st.kind == "arrive")
+            for use in range(max(0, n - actor.lag), n):
+                out.append(((2 * j + 2, seg.drain_pos, use), release, before + use))
+        before += n
     return out
 
 
 def _named_instances(
-    prog: Program, inner: scf.ForOp | None, order: dict[int, int], tiles: int, trips: int
+    prog: Program, loops: list[scf.ForOp], order: dict[int, int], shape: tuple
 ) -> list[Instance]:
-    """The named-barrier instances of `prog`, keyed like the ring instances."""
+    """The named-barrier instances of `prog`, keyed like the ring instances, for `shape`:
+    (tiles, the trip count of each loop of the rings' sequence `loops`, the value of each
+    uniform condition)."""
+    tiles, trips, taken = shape
+    index = {id(loop): j for j, loop in enumerate(loops)}
+    spans = [(order[id(loop)], max(order[id(o)] for o in loop.walk())) for loop in loops]
     out: list[Instance] = []
-    end = max((order[id(o)] for o in inner.walk()), default=-1) if inner else -1
 
-    def visit(items: list, conds: tuple[Guarded, ...], looped: bool) -> None:
+    def visit(items: list, conds: tuple, seg: int | None) -> None:
         for item in items:
             if isinstance(item, Event):
                 if item.kind in ("sync", "arrive"):
-                    place(item, conds, looped)
+                    place(item, conds, seg)
             elif isinstance(item, Loop):
-                if item.op is inner:
-                    visit(item.items, conds, True)
-                elif inner is not None and item.op.is_ancestor(inner):
-                    visit(item.items, conds, looped)  # the tile loop
+                if id(item.op) in index:
+                    visit(item.items, conds, index[id(item.op)])
+                elif any(item.op.is_ancestor(loop) for loop in loops):
+                    visit(item.items, conds, seg)  # the tile loop
                 else:
                     raise fail(
                         item.op, "named barrier in a loop other than the rings' (not modelled)"
                     )
+            elif isinstance(item, Uniform):
+                visit(item.items, (*conds, item), seg)
             else:
-                if inner is None or not item.loop.is_ancestor(inner):
+                if not any(item.loop.is_ancestor(loop) for loop in loops):
                     raise fail(
                         item.loop, "named barrier guarded by a loop other than the rings' "
                         "(not modelled)",
                     )  # fmt: skip
-                visit(item.items, (*conds, item), looped)
+                visit(item.items, (*conds, item), seg)
 
-    def holds(conds: tuple[Guarded, ...], t: int, k: int) -> bool:
-        """Whether every guard holds in tile `t`, iteration `k` of the rings' loop."""
+    def holds(conds: tuple, t: int, k: int) -> bool:
+        """Whether every guard holds in tile `t`, iteration `k` of its loop."""
         for guard in conds:
-            if guard.kind == "nonempty":
-                ok = trips > 0 if guard.loop is inner else tiles > 0
-            elif guard.loop is inner:
-                ok = _runs(guard, k, trips)
+            if isinstance(guard, Uniform):
+                ok = bool(taken[guard.key])
+            elif id(guard.loop) in index:
+                n = trips[index[id(guard.loop)]]
+                ok = n > 0 if guard.kind == "nonempty" else _runs(guard, k, n)
             else:  # the tile loop
-                ok = _runs(guard, t, tiles)
+                ok = tiles > 0 if guard.kind == "nonempty" else _runs(guard, t, tiles)
             if not ok:
                 return False
         return True
 
-    def place(ev: Event, conds: tuple[Guarded, ...], looped: bool) -> None:
+    def place(ev: Event, conds: tuple, seg: int | None) -> None:
         pos = order[id(ev.op)]
         for t in range(tiles):
-            if looped:
-                for k in range(trips):
+            if seg is not None:
+                for k in range(trips[seg]):
                     if holds(conds, t, k):
-                        out.append(Instance((t, 1, k, pos), ev.kind, ident=ev.ident, op=ev.op))
+                        key = (t, 2 * seg + 1, k, pos)
+                        out.append(Instance(key, ev.kind, ident=ev.ident, op=ev.op))
             elif holds(conds, t, 0):
-                phase = 0 if inner is None or pos < order[id(inner)] else 2
-                if inner is not None and order[id(inner)] < pos <= end:
+                if any(lo < pos <= hi for lo, hi in spans):
                     raise fail(ev.op, "named barrier in the rings' loop under another op")
-                out.append(Instance((t, phase, 0, pos), ev.kind, ident=ev.ident, op=ev.op))
+                key = (t, _phase(pos, [lo for lo, _ in spans]), pos, 0)
+                out.append(Instance(key, ev.kind, ident=ev.ident, op=ev.op))
 
-    visit(prog.items, (), False)
+    visit(prog.items, (), None)
     return out
 
 
 def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
     """No deadlock of the turns together with the rings (module docstring): every
-    warpgroup's ring and named-barrier instances, for `tiles` x `trips` uses, run to a
-    fixpoint. Ring waits and named-barrier syncs are enabled monotonically by what the
-    others did (a use put, a use released by every consumer warpgroup, the k-th arrivals of
-    every participant), so one maximal run decides: someone left unfinished is a deadlock."""
+    warpgroup's ring and named-barrier instances, for `tiles` x the trip count of each loop
+    of the rings' sequence, run to a fixpoint. Ring waits and named-barrier syncs are
+    enabled monotonically by what the others did (a use put, a use released by every
+    consumer warpgroup, the k-th arrivals of every participant), so one maximal run
+    decides: someone left unfinished is a deadlock."""
     named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
     if len(named) < 2:
         return
@@ -662,42 +770,93 @@ def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
         inner_depth > 0 and max(a.loop_depth for a in (r.producer, *r.consumers)) == inner_depth
         for r in rings
     ]
-    groups = kernel_groups(module, [r.full for r in find_rings(module)])
+    found = find_rings(module)
+    groups = kernel_groups(module, [r.full for r in found])
     persistent = any(a.loop_depth > 1 for r in rings for a in (r.producer, *r.consumers))
     deepest = max(r.depth for r in rings)
-    for tiles in (1, 2) if persistent else (1,):
-        for trips in range(deepest + TRIPS + 1):
-            runs = []
-            for prog in progs:
-                group = groups[prog.group]
-                flat = list(group.body.walk())
-                order = {id(op): n for n, op in enumerate(flat)}
-                inner = _inner_loop(rings, looped, prog.group, flat)
-                mine = _ring_instances(rings, prog.group, looped, tiles, trips)
-                mine += _named_instances(prog, inner, order, tiles, trips)
-                runs.append(sorted(mine, key=lambda x: x.key))
-            problem = _run(
-                runs,
-                [p.name for p in progs],
-                rings,
-                [g.role for g in (groups[p.group] for p in progs)],
-            )
-            if problem:
-                raise NamedBarrierViolation(
-                    f"{_first_named(named)}: named barriers with the rings, {tiles} tile(s) of "
-                    f"{trips} use(s): {problem}"
+    flats = [list(g.body.walk()) for g in groups]
+    orders = [{id(op): n for n, op in enumerate(flat)} for flat in flats]
+    sequences = [_sequence(rings, looped, g, flat) for g, flat in enumerate(flats)]
+    count = max((len(seq) for seq in sequences), default=0)
+    under = [_ring_conditions(flat, found) for flat in flats]
+    choices: dict = {key: range(2) for conds in under for keys in conds.values() for key in keys}
+    for prog in progs:
+        choices.update({k: v for k, v in _choices(prog.items).items() if not isinstance(k, int)})
+    for taken in itertools.product(*choices.values()):
+        values = dict(zip(choices, taken, strict=True))
+        for tiles in (1, 2) if persistent else (1,):
+            for trips in itertools.product(range(deepest + TRIPS + 1), repeat=count):
+                runs = []
+                for prog in progs:
+                    loops, order = sequences[prog.group], orders[prog.group]
+                    starts = [order[id(loop)] for loop in loops]
+                    dropped = {
+                        pos
+                        for pos, keys in under[prog.group].items()
+                        if not all(values[k] for k in keys)
+                    }
+                    shape = (tiles, trips, [id(loop) for loop in loops])
+                    mine = _ring_instances(rings, prog.group, looped, shape, starts, dropped)
+                    mine += _named_instances(prog, loops, order, (tiles, trips, values))
+                    runs.append(sorted(mine, key=lambda x: x.key))
+                problem = _run(
+                    runs,
+                    [p.name for p in progs],
+                    rings,
+                    [g.role for g in (groups[p.group] for p in progs)],
                 )
+                if problem:
+                    conds = "".join(f", condition {'true' if v else 'false'}" for v in taken)
+                    uses = " + ".join(str(n) for n in trips) or "0"
+                    raise NamedBarrierViolation(
+                        f"{_first_named(named)}: named barriers with the rings, {tiles} "
+                        f"tile(s) of {uses} use(s){conds}: {problem}"
+                    )
 
 
-def _inner_loop(rings, looped, group: int, flat: list[Operation]) -> scf.ForOp | None:
-    for r, ring in enumerate(rings):
-        for actor in (ring.producer, *ring.consumers):
-            if actor.group == group and looped[r] and actor.steps:
-                op = flat[actor.steps[0].pos]
-                while op is not None and not isinstance(op, scf.ForOp):
-                    op = op.parent_op()
-                return op
-    return None
+def _ring_conditions(flat: list[Operation], rings) -> dict[int, tuple]:
+    """The uniform conditions around each ring op of a group (by position in `flat`): the
+    `scf.if`s around whole loops of ring ops (the thread guard, the lookahead, the peeled
+    stage and the lag guards hold no loop). A ring op under a false one does not run."""
+    bars = {id(v) for r in rings for v in (r.full, r.empty)}
+    ring_ops = (nvgpu.MBarrierWaitOp, nvgpu.MBarrierArriveOp, nvgpu.MBarrierArriveExpectTxOp)
+    inside = {id(op) for op in flat}
+    out: dict[int, tuple] = {}
+    for pos, op in enumerate(flat):
+        if not isinstance(op, ring_ops) or id(op.bars) not in bars:
+            continue
+        keys = []
+        for parent in _ancestors(op):
+            if id(parent) not in inside:
+                break
+            if not isinstance(parent, scf.IfOp) or is_thread_guard(parent.cond):
+                continue
+            if not any(isinstance(o, scf.ForOp) for o in parent.walk()):
+                continue
+            key = uniform_key(parent.cond)
+            if key is None:
+                raise fail(parent, "ring ops under a condition the named-barrier model does "
+                           "not cover")  # fmt: skip
+            keys.append(key)
+        if keys:
+            out[pos] = tuple(keys)
+    return out
+
+
+def _sequence(rings, looped, group: int, flat: list[Operation]) -> list[scf.ForOp]:
+    """The loops of the rings' sequence in `group`, in program order (a ring may use some
+    of them; `compose.py` checks that it uses the same ones in every group)."""
+    by_id = {id(op): op for op in flat}
+    loops = {
+        seg.loop: by_id[seg.loop]
+        for r, ring in enumerate(rings)
+        for actor in (ring.producer, *ring.consumers)
+        if actor.group == group and looped[r]
+        for seg in actor.segments
+        if seg.loop in by_id
+    }
+    order = {id(op): n for n, op in enumerate(flat)}
+    return sorted(loops.values(), key=lambda loop: order[id(loop)])
 
 
 def _run(runs: list[list[Instance]], names: list[str], rings, roles: list[str]) -> str:

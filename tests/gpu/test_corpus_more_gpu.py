@@ -3,8 +3,9 @@ reductions over two consumer warpgroups: their 8 warps' partials meet in smem be
 `bar.sync 6, 256`) and `proved` (kernels the verifier once refused). Each kernel, launched as
 its user launches it (`kernel[grid](...)` on numpy-backed descriptors, default compile
 options but the case's own `persistent=True`, the rings proved), matches numpy with two seeds,
-and `more` and `columns` once more through the TMA-store epilogue; the persistent GEMM with
-row sums once more on more tiles than SMs. The CPU halves are tests/unit/test_corpus_more.py,
+and `more`, `columns` and the GEMMs of `proved` (their staging barrier and TMA store under
+`if K > 0:` in one) once more through the TMA-store epilogue; the persistent GEMM with row
+sums once more on more tiles than SMs. The CPU halves are tests/unit/test_corpus_more.py,
 test_interp_nvgpu_columns.py and test_verify_proved.py."""
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from tests.corpus import columns, more, proved
 from tests.corpus.case import check
 
 CASES = {case.name: case for case in (*more.CASES, *columns.CASES, *proved.CASES)}
-TMA_STORE_CASES = [case.name for case in (*more.CASES, *columns.CASES)]
+TMA_STORE_CASES = [
+    *(case.name for case in (*more.CASES, *columns.CASES)),
+    "gemm_with_row_sums",
+    "gemm_with_row_sums_if_nonempty",
+]
 
 pytestmark = pytest.mark.gpu
 

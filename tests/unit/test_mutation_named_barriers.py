@@ -1,9 +1,11 @@
 """Named barriers and TMA-store staging at the nvgpu level: mutations planted into the GEMM
 with a TMA-store epilogue and two consumers (persistent: the staging buffer is reused tile
-after tile), into the ping-pong attention (two consumer warpgroups taking MMA turns) and into
+after tile), into the ping-pong attention (two consumer warpgroups taking MMA turns), into
 the GEMM that also sums the rows of A (tests/corpus/proved.py: every consumer thread reads
-each A slot into registers, so thread 0 releases it after the slot-read barrier), by
-`tawa_xdsl.verify.mutations.NAMED_BARRIER_MUTATIONS`.
+each A slot into registers, so thread 0 releases it after the slot-read barrier) and into
+the kernels of proved.py whose named barriers, staging and TMA store sit under a uniform
+condition (`if K > 0:`, `if M > 0:`) or in the second loop of a ring's sequence (a two-loop
+RMSnorm), by `tawa_xdsl.verify.mutations.NAMED_BARRIER_MUTATIONS`.
 
 Every broken mutation is rejected by the proof (`verify/named_barriers.py`: a refusal naming
 the op or a counterexample, never "proved") and by the nvgpu interpreter (an error, a
@@ -57,30 +59,52 @@ TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong"]
 HAND_OFF = ["rotated_pingpong"]
 STAGING = ["tma_pgemm", "tma_gemm"]
 ROW_SUMS = "row_sums"  # tests/corpus/proved.py, default options
+ROW_SUMS_IF, TMA_ROW_SUMS_IF, COLUMN_MAX_IF = "row_sums_if", "tma_row_sums_if", "column_max_if"
+RMSNORM = "rmsnorm"  # two loops over one ring, a slot-read barrier in each
+PROVED = {  # kernel: (its case in tests/corpus/proved.py, compile options besides the defaults)
+    ROW_SUMS: ("gemm_with_row_sums", {}),
+    ROW_SUMS_IF: ("gemm_with_row_sums_if_nonempty", {}),
+    TMA_ROW_SUMS_IF: ("gemm_with_row_sums_if_nonempty", {"epilogue": "tma"}),
+    COLUMN_MAX_IF: ("column_max_if_nonempty", {}),
+    RMSNORM: ("rmsnorm_two_loops", {}),
+}
+SLOT_READS = [ROW_SUMS, ROW_SUMS_IF]
 PLAN: dict[str, list[str]] = {
     "turn_arrive_dropped": TURNS,
     "turn_sync_dropped": TURNS,
     "turn_first_arrive_renumbered": TURNS,
     "turn_order_swapped": TURNS,
     "turn_threads_wrong": TURNS,
-    "staging_threads_wrong": STAGING,
+    "staging_threads_wrong": [*STAGING, TMA_ROW_SUMS_IF],
     "staging_sync_dropped": ["tma_pgemm"],
     "staging_written_before_wait": ["tma_pgemm"],
     "store_wait_dropped": ["tma_pgemm"],
-    "store_wait_at_exit_dropped": STAGING,
+    "store_wait_at_exit_dropped": [*STAGING, TMA_ROW_SUMS_IF],
     "store_wait_pending_one": ["tma_pgemm"],
-    "staging_barrier_renumbered": STAGING,
+    "staging_barrier_renumbered": [*STAGING, TMA_ROW_SUMS_IF],
     "hand_off_guard_dropped": HAND_OFF,
     "turn_after_lookahead": HAND_OFF,
     "hand_off_arrive_dropped": HAND_OFF,
     "hand_off_bound_changed": HAND_OFF,
     "hand_off_guard_by_warpgroup": HAND_OFF,
     "hand_off_guard_not_first": HAND_OFF,
-    "slot_read_sync_dropped": [ROW_SUMS],
-    "slot_read_sync_after_release": [ROW_SUMS],
-    "slot_read_sync_one_warpgroup": [ROW_SUMS],
-    "slot_read_sync_threads_wrong": [ROW_SUMS],
-    "slot_read_sync_hoisted": [ROW_SUMS],
+    "slot_read_sync_dropped": SLOT_READS,
+    "slot_read_sync_after_release": SLOT_READS,
+    "slot_read_sync_one_warpgroup": SLOT_READS,
+    "slot_read_sync_threads_wrong": SLOT_READS,
+    "slot_read_sync_hoisted": SLOT_READS,
+    "uniform_condition_on_warpgroup": [ROW_SUMS_IF, TMA_ROW_SUMS_IF],
+    "uniform_condition_differs_from_producer": [ROW_SUMS_IF, COLUMN_MAX_IF],
+    "uniform_sync_threads_doubled": [ROW_SUMS_IF, COLUMN_MAX_IF],
+    "staging_sync_one_warpgroup": [TMA_ROW_SUMS_IF],
+    "exit_wait_under_negated_condition": [TMA_ROW_SUMS_IF],
+    "exit_wait_inside_condition": [TMA_ROW_SUMS_IF],
+    "second_loop_sync_dropped": [RMSNORM],
+    "second_loop_sync_one_warpgroup": [RMSNORM],
+    "second_loop_extra_sync_one_warpgroup": [RMSNORM],
+    "second_loop_sync_threads_wrong": [RMSNORM],
+    "second_loop_sync_after_loop": [RMSNORM],
+    "second_loop_sync_renumbered": [RMSNORM],
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
@@ -102,20 +126,27 @@ def lowered() -> dict[str, str]:
         ir: dict[str, str] = {}
         lower_to_nvgpu_level(_tile_module(name), options, ir)
         out[name] = ir["nvgpu"]
-    compiled = proved.CASES[0].compile(np.random.default_rng(0))
-    ir = {}
-    lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False), ir)
-    out[ROW_SUMS] = ir["nvgpu"]
+    for name, (case, changes) in PROVED.items():
+        compiled = CORPUS[case].compile(np.random.default_rng(0))
+        ir = {}
+        options = replace(compiled.options, verify=False, **changes)
+        lower_to_nvgpu_level(compiled.module, options, ir)
+        out[name] = ir["nvgpu"]
     return out
+
+
+CORPUS = {case.name: case for case in proved.CASES}
 
 
 def _inputs(name: str) -> tuple[Any, list[Any], np.ndarray, int]:
     """(grid, arguments, numpy answer, index of the output argument)."""
     rng = np.random.default_rng(0)
-    if name == ROW_SUMS:
-        run = proved.CASES[0].launch(rng)
+    if name in PROVED:
+        run = CORPUS[PROVED[name][0]].launch(rng)
+        result, answer = run.expected[0]
+        out = next(k for k, a in enumerate(run.args) if is_descriptor(a) and a.base is result)
         args = [host_descriptor(a) if is_descriptor(a) else a for a in run.args]
-        return run.grid, args, run.expected[0][1], 2
+        return run.grid, args, answer, out
     options = KERNELS[name]
     if name in STAGING:
         m, n, k = (256 if options.persistent else 128), 128, 192
@@ -197,7 +228,7 @@ def test_named_barrier_mutation(lowered, name: str, kernel: str) -> None:
 
 
 def test_unmutated_kernels_are_proved_and_run(lowered) -> None:
-    for name in [*KERNELS, ROW_SUMS]:
+    for name in [*KERNELS, *PROVED]:
         module = parse_module(make_context(), lowered[name], f"{name}.nvgpu.mlir")
         assert _proof(module) == "proved", name
         assert not _oracle(module, name, ["random"]), name
