@@ -658,9 +658,9 @@ def canonical(ring: RingProtocolModel) -> RingProtocolModel:
 
 # Z3's resource units a query may spend before the solver gives up (`rlimit`): about 200
 # times the costliest query of the 192 benchmarked kernels (1.0e6 units, ~0.1 s), so ~20-40 s.
-# A resource limit instead of a wall-clock timeout: the verdict does not depend on the
-# machine's speed or load, and Z3 starts no timer thread per query (the GPU fuzz, issuing
-# thousands of short queries beside the CUDA driver, died twice in Z3 with a timer per query).
+# A resource limit instead of a wall-clock timeout: the verdict (and with it what the proof
+# cache stores) does not depend on the machine's speed or load, and Z3 starts no timer
+# thread per query.
 RESOURCE_LIMIT = 200_000_000
 
 
