@@ -996,6 +996,26 @@ def staging_written_before_wait(m: ModuleOp) -> None:
     Rewriter.insert_op(write, InsertPoint.before(wait))
 
 
+def _after_staging_write(m: ModuleOp, kind: type) -> Operation:
+    """The first op of `kind` between the first staging write and the TMA store."""
+    op = _staging_writes(m)[0].next_op
+    while op is not None and not isinstance(op, kind):
+        op = op.next_op
+    if op is None:
+        raise NotApplicable(f"no {kind.__name__} after the staging write")
+    return op
+
+
+def staging_store_sync_dropped(m: ModuleOp) -> None:
+    """The barrier between the staging writes and thread 0's TMA store is gone."""
+    Rewriter.erase_op(_after_staging_write(m, nvgpu.NamedBarrierSyncOp))
+
+
+def staging_fence_dropped(m: ModuleOp) -> None:
+    """The `fence.proxy.async` between the staging writes and the barrier is gone."""
+    Rewriter.erase_op(_after_staging_write(m, nvgpu.FenceProxyAsyncOp))
+
+
 def store_wait_dropped(m: ModuleOp) -> None:
     """The `tma_store_wait` before the staging buffer is rewritten is gone."""
     Rewriter.erase_op(_store_waits(m)[0])
@@ -1337,6 +1357,19 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
             "tma_store_wait holds the other threads back too (on the GPU they write at once)",
         ),  # fmt: skip
         Mutation("staging_written_before_wait", "tma_store_wait", staging_written_before_wait),
+        Mutation(
+            "staging_store_sync_dropped",
+            "named barriers",
+            staging_store_sync_dropped,
+            unseen="the interpreter runs a warpgroup's threads in lockstep, so every staging "
+            "write lands before thread 0 issues the TMA store (on the GPU warps lag behind)",
+        ),  # fmt: skip
+        Mutation(
+            "staging_fence_dropped",
+            "named barriers",
+            staging_fence_dropped,
+            unseen="the interpreter has one memory for both proxies (no async-proxy fence)",
+        ),  # fmt: skip
         Mutation("store_wait_dropped", "tma_store_wait", store_wait_dropped),
         Mutation("store_wait_at_exit_dropped", "tma_store_wait", store_wait_at_exit_dropped),
         Mutation("store_wait_pending_one", "tma_store_wait", store_wait_pending_one),

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
@@ -85,7 +85,8 @@ WRITES = (nvgpu.FragmentStoreOp, nvgpu.SmemStoreOp)
 
 @dataclass(frozen=True)
 class Event:
-    """One op of a warpgroup's program: kind sync | arrive | store | commit | wait | write."""
+    """One op of a warpgroup's program: kind sync | arrive | store | commit | wait | write |
+    fence (a `fence.proxy.async` where a staging buffer exists)."""
 
     op: Operation
     kind: str
@@ -282,6 +283,8 @@ class _Walker:
             return [Event(op, "wait", threads=op.pending.value.data, thread=thread)]
         if isinstance(op, WRITES) and id(op.buf) in self.staging:
             return [Event(op, "write", thread=thread)]
+        if isinstance(op, nvgpu.FenceProxyAsyncOp) and self.staging:
+            return [Event(op, "fence", thread=thread)]
         if not _relevant(op):
             return []
         if isinstance(op, scf.ForOp):
@@ -926,13 +929,16 @@ CAP = 4  # store groups counted exactly up to CAP (more are as bad as CAP for a 
 @dataclass(frozen=True)
 class Staging:
     """What a warpgroup knows about its TMA stores: committed groups that may still read
-    smem (`unread`, at most), stores not committed, and whether every thread is ordered
-    after the point where `unread` became 0 (`fenced`)."""
+    smem (`unread`, at most), stores not committed, whether every thread is ordered after
+    the point where `unread` became 0 (`fenced`), and how far the threads' staging writes
+    are from a TMA store's reach (`written`: WRITTEN until each writer's
+    `fence.proxy.async`, FENCED until a named barrier of all threads after it, CLEAN)."""
 
     unread: int = 0
     open: int = 0
     fenced: bool = True
     thread: int | None = None
+    written: int = 0
 
     def join(self, other: Staging) -> Staging:
         thread = self.thread if self.thread is not None else other.thread
@@ -941,7 +947,11 @@ class Staging:
             max(self.open, other.open),
             self.fenced and other.fenced,
             thread,
+            max(self.written, other.written),
         )
+
+
+CLEAN, FENCED, WRITTEN = 0, 1, 2  # `Staging.written`, ordered: a join keeps the worse
 
 
 def _stage(items: list, state: Staging) -> Staging:
@@ -974,18 +984,28 @@ def _step(ev: Event, s: Staging) -> Staging:
                 f"{_loc(ev.op)}: '{ev.op.name}' in thread {ev.thread}, but the TMA stores "
                 f"are issued by thread {s.thread} (bulk groups are per thread)"
             )
-        s = Staging(s.unread, s.open, s.fenced, ev.thread)
+        s = replace(s, thread=ev.thread)
     if ev.kind == "store":
-        return Staging(s.unread, min(s.open + 1, CAP), s.fenced, s.thread)
+        if s.written != CLEAN:
+            missing = "a fence.proxy.async" if s.written == WRITTEN else "a named barrier"
+            raise NamedBarrierViolation(
+                f"{_loc(ev.op)}: TMA store issued with no {missing} between the staging "
+                "writes and it: it can read the buffer before every thread's write reached "
+                "the async proxy"
+            )
+        return replace(s, open=min(s.open + 1, CAP))
     if ev.kind == "commit":
         unread = min(s.unread + (1 if s.open else 0), CAP)
-        return Staging(unread, 0, s.fenced and unread == 0, s.thread)
+        return replace(s, unread=unread, open=0, fenced=s.fenced and unread == 0)
     if ev.kind == "wait":
         if s.unread <= ev.threads:
             return s
-        return Staging(ev.threads, s.open, ev.threads == 0 and ev.thread is None, s.thread)
+        return replace(s, unread=ev.threads, fenced=ev.threads == 0 and ev.thread is None)
+    if ev.kind == "fence":
+        return replace(s, written=min(s.written, FENCED)) if ev.thread is None else s
     if ev.kind == "sync":
-        return Staging(s.unread, s.open, s.fenced or s.unread == 0, s.thread)
+        written = CLEAN if s.written == FENCED else s.written
+        return replace(s, fenced=s.fenced or s.unread == 0, written=written)
     if ev.kind == "write":
         if s.unread or s.open or (not s.fenced and ev.thread is None):
             why = (
@@ -999,6 +1019,7 @@ def _step(ev: Event, s: Staging) -> Staging:
                 f"{_loc(ev.op)}: staging buffer written while {why}: a store of the previous "
                 "tile can read the new values"
             )
+        return replace(s, written=WRITTEN)
     return s
 
 

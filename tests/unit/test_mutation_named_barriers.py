@@ -78,6 +78,8 @@ PLAN: dict[str, list[str]] = {
     "staging_threads_wrong": [*STAGING, TMA_ROW_SUMS_IF],
     "staging_sync_dropped": ["tma_pgemm"],
     "staging_written_before_wait": ["tma_pgemm"],
+    "staging_store_sync_dropped": [*STAGING, TMA_ROW_SUMS_IF],
+    "staging_fence_dropped": [*STAGING],
     "store_wait_dropped": ["tma_pgemm"],
     "store_wait_at_exit_dropped": [*STAGING, TMA_ROW_SUMS_IF],
     "store_wait_pending_one": ["tma_pgemm"],
