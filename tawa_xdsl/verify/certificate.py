@@ -657,7 +657,7 @@ def canonical(ring: RingProtocolModel) -> RingProtocolModel:
 
 
 # Z3's resource units a query may spend before the solver gives up (`rlimit`): about 200
-# times the costliest query of the 192 benchmarked kernels (1.0e6 units, ~0.1 s), so ~20-40 s.
+# times the costliest query of bench/proof_times.py's --quick combinations (1.0e6 units, ~0.2 s).
 # A resource limit instead of a wall-clock timeout: the verdict (and with it what the proof
 # cache stores) does not depend on the machine's speed or load, and Z3 starts no timer
 # thread per query.
