@@ -552,10 +552,10 @@ class RowProgram:
         """Bounds of y in float64 from the definitions of the ops (per-op tolerances below),
         rounded to y's type."""
         x = np.asarray(args[0]).astype(np.float64)
-        if self.op == "copy":  # one rounding, the same everywhere: exact
-            y = np.asarray(args[0]).astype(np.float32).astype(DTYPES[self.out_dtype])
-            return Bounds(y.astype(np.float64), y.astype(np.float64))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if self.op == "copy":  # one rounding, the same everywhere (to inf past the range)
+                y = np.asarray(args[0]).astype(np.float32).astype(DTYPES[self.out_dtype])
+                return Bounds(y.astype(np.float64), y.astype(np.float64))
             if self.op == "softmax":
                 lo, hi = softmax_bounds(x)
             elif self.op == "layernorm":
