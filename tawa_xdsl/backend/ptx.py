@@ -27,6 +27,31 @@ def f32_hex(value: float) -> str:
     return "0f" + struct.pack(">f", value).hex().upper()
 
 
+def exact_udiv(magic: int, shift: int) -> int | None:
+    """The divisor d for which `(x * magic) >> (32 + shift)` is `x / d` for every u32 x, or
+    None. Granlund and Montgomery (1994), theorem 4.2: exact when 2^(32+s) <= m d <=
+    2^(32+s) + 2^s."""
+    if not 0 < magic < 1 << 32 or not 0 <= shift < 32:
+        return None
+    low = 1 << (32 + shift)
+    divisor = -(-low // magic)  # the least d with m d >= 2^(32+s)
+    return divisor if magic * divisor <= low + (1 << shift) else None
+
+
+def udiv_magic(divisor: int) -> tuple[int, int] | None:
+    """(magic, shift) with `exact_udiv(magic, shift) == divisor`, the smallest shift; None
+    for powers of two (a shift already) and divisors with no 32-bit magic (7: div.u32)."""
+    if divisor < 3 or divisor & (divisor - 1) == 0:
+        return None
+    for shift in range(32):
+        magic = -(-(1 << (32 + shift)) // divisor)
+        if magic >= 1 << 32:
+            return None
+        if exact_udiv(magic, shift) == divisor:
+            return magic, shift
+    return None
+
+
 @dataclass(frozen=True)
 class Reg:
     """A PTX virtual register."""

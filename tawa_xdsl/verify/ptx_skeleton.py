@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from tawa_xdsl.backend.emit_ptx.kernel import CMP, CMPI_NAMES, arg_name
+from tawa_xdsl.backend.ptx import exact_udiv
 from tawa_xdsl.diagnostics import TawaError, op_location
 from tawa_xdsl.dialects import nvgpu
 from tawa_xdsl.dialects.nvgpu import CTA_BARRIER_ID, MBARRIER_BYTES, MBarrierType, SmemType
@@ -128,7 +129,23 @@ def node(op: str, *args: Lin) -> Lin:
     kind = op.split(".")[1] if op.startswith("setp.") else op
     if kind in FOLD and all(a.is_const() for a in args):
         return Lin(int(FOLD[kind](*(a.const for a in args))))
+    if op == "rem.u" and args[1].is_const() and args[1].const > 0:
+        # x % d = x - d (x / d) on unsigned values: one form for rem.u32 and for the
+        # multiply-high quotient the printer folds it into
+        return args[0] - node("div.u", *args).scale(args[1].const)
     return Lin.of((op, *args))
+
+
+def udiv_of(high: Lin, shift: Lin) -> Lin | None:
+    """`div.u(x, d)` for `mul.hi.u(x, m) >> s` when (m, s) divides every u32 x by d exactly
+    (the printer's division by a constant), else None."""
+    if not shift.is_const() or high.const or len(high.terms) != 1 or high.terms[0][1] != 1:
+        return None
+    term = high.terms[0][0]
+    if isinstance(term, Var) or term[0] != "mul.hi.u" or not term[2].is_const():
+        return None
+    divisor = exact_udiv(term[2].const, shift.const)
+    return None if divisor is None else node("div.u", term[1], Lin(divisor))
 
 
 Bindings = dict[Var, Lin]
@@ -182,6 +199,8 @@ def unify(ir: Lin, ptx: Lin, bound: Bindings) -> Bindings | None:
                 break
         else:
             return None
+    for var, coef in [s for s in symbolic if isinstance(s[0], Var) and s[0] in bound]:
+        rest = rest - bound[var].scale(coef)  # bound inside a term (x beside x % d's x - d (x/d))
     free = [(t, c) for t, c in symbolic if isinstance(t, Var) and t not in bound]
     if not free:
         return bound if rest == Lin() else None
@@ -533,6 +552,10 @@ class PtxSkeleton:
             return node("selp", *args)
         if head == "ld" and ".param" in op:
             return Lin.of(("param", line.operands[1].strip("[]")))
+        if op == "mul.hi.u32" and len(args) == 2:
+            return node("mul.hi.u", *args)
+        if op == "shr.u32" and len(args) == 2 and (quotient := udiv_of(*args)) is not None:
+            return quotient
         if head in ("div", "rem", "min", "max", "shr") and len(args) == 2:
             return node(f"{head}.{'s' if op.endswith('s32') else 'u'}", *args)
         if head in ("and", "or", "xor", "shl") and len(args) == 2:

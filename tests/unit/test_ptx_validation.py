@@ -342,6 +342,19 @@ MUTATIONS = [
         "the P V wgmmas join no group: wait_group 0 does not wait for them before V's slot is "
         "released and O is rescaled",
     ),
+    Mutation(
+        "slot-magic-of-another-depth",
+        "attention",
+        replace_in(r"mul\.hi\.u32", r", 2863311531;", ", 3435973837;"),
+        "the ring of 3 slots indexed by a division by 5 (the multiply-high of 5): after five "
+        "uses a wait lands on another use's slot (stale read or deadlock)",
+    ),
+    Mutation(
+        "slot-magic-shift-off-by-one",
+        "attention-causal-persistent",
+        replace_in(r"shr\.u32 (%\w+), \1, 1;", r", 1;$", ", 2;"),
+        "the quotient halved: slot and parity repeat every 6 uses of a 3-slot ring",
+    ),
 ]
 
 

@@ -36,6 +36,9 @@ def warpgroup_index(p: KernelPrinter, op: nvgpu.WarpgroupIndexOp) -> None:
     out = p.reg(op.result)
     p.b.special(out, "%tid.x")
     p.b.binary("shr.u32", out, out, WARPGROUP_THREADS.bit_length() - 1)
+    # Lane 0's copy: ptxas then knows the index is warp-uniform and keeps what is computed
+    # from it (a consumer's slice of A, its wgmma descriptors) on the uniform datapath.
+    p.b.emit(f"shfl.sync.idx.b32 {out}, {out}, 0, 31, -1")
 
 
 @HANDLERS.on(nvgpu.ThreadIndexOp)
