@@ -16,12 +16,19 @@ it is skipped with one message and its column is null.
     python bench/attention.py [--dtypes f16,bf16] [--seqs 2048,16384] [--dims 64,128]
                               [--gqa 32/8] [--gqa-seqs 4096,8192] [--no-peers]
                               [--weak-peers] [--pingpong] [--stages 3] [--block-n 128]
-                              [--registers 24,240] [--out results.json]
+                              [--registers 24,240] [--peers fa4,cudnn,triton]
+                              [--schedules ours,ours_pingpong,ours_straightforward]
+                              [--before DIR] [--out results.json]
+
+`--before DIR` also times, in the same process and on the same tensors, the PTX another tree
+printed for our default schedule (`ours_before`, and `ours_over_before`), written by
+bench/attention_ptx.py of that tree.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -37,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import triton_attention  # noqa: E402
 import triton_attention_tma  # noqa: E402
+from attention_ptx import ptx_name  # noqa: E402
 
 from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
 
@@ -118,7 +126,8 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
 
         return run
 
-    if not args.no_peers:
+    peers = set() if args.no_peers else set(args.peers.split(","))
+    if "fa4" in peers:
         fa4 = fa4_function()
         if fa4 is not None:
             qs, ks, vs = (x.transpose(1, 2).contiguous() for x in (q4, k4, v4))  # [B, S, H, D]
@@ -129,7 +138,9 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             measure(row, "fa4", run_fa4, ref)
         else:
             row["fa4"] = None
+    if "cudnn" in peers:
         measure(row, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION), ref)
+    if "triton" in peers:
         ms, config, errors = triton_attention_tma.best(q, k, v, o, sm_scale, causal, heads, bench)
         row["triton"], row["triton_config"] = tflops(row, ms), config
         if errors:
@@ -145,11 +156,21 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
     options = {"block_n": args.block_n, "stages": args.stages, "registers": registers,
                "group": heads // kv_heads}  # fmt: skip
     for name, schedule in SCHEDULES.items():
+        if name not in args.schedules.split(","):
+            continue
         pingpong = schedule["pingpong"] or args.pingpong
         kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
                                    pingpong=pingpong, **options)  # fmt: skip
         launch = kernel.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
         measure(row, name, launch, ref, out=lambda: o.view_as(ref))
+        before = Path(args.before or "") / ptx_name(d, dtype, causal, heads // kv_heads)
+        if name == "ours" and args.before and before.exists():
+            old = dataclasses.replace(kernel, ptx=before.read_text())
+            old_launch = old.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
+            measure(row, "ours_before", old_launch, ref, out=lambda: o.view_as(ref))
+            measure(row, "ours_again", launch)  # A B A: drift shows as ours != ours_again
+            if row.get("ours_before") and row.get("ours") and row.get("ours_again"):
+                row["ours_over_before"] = (row["ours"] + row["ours_again"]) / 2 / row["ours_before"]
     row["ours_config"] = {**options, "registers": args.registers, "pingpong": args.pingpong}
     for peer in PEERS:
         row[f"ratio_{peer}"] = (
@@ -176,6 +197,11 @@ def show(row: dict) -> str:
         f"{f(row.get('ours_straightforward'))} {f(row.get('fa4'))} {f(row.get('cudnn'))} "
         f"{f(row.get('triton'))} | {g(row.get('ratio_fa4'))} {g(row.get('ratio_cudnn'))} "
         f"{g(row.get('ratio_triton'))}  {err:.1e}"
+        + (
+            f" | before {f(row.get('ours_before'))} x{g(row.get('ours_over_before'))}"
+            if "ours_before" in row
+            else ""
+        )
     )
 
 
@@ -192,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
     parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
     parser.add_argument("--registers", default=None, help="setmaxnreg producer,consumer")
+    parser.add_argument("--peers", default="fa4,cudnn,triton", help="the strong peers to time")
+    parser.add_argument("--schedules", default=",".join(SCHEDULES), help="ours to time")
+    parser.add_argument("--before", default=None, help="PTX of another tree (--dump-ptx)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention.json"))
     args = parser.parse_args(argv)
     configs = [
