@@ -15,5 +15,5 @@ bench/session_h200.sh tests "$out" > "$out/tests_step.txt" 2>&1
 wait
 cat "$out/corpus_step.txt" "$out/tests_step.txt"
 step attention_ab 200 python3 bench/attention.py --dims 128,64 --seqs 2048,16384 \
-    --peers cudnn --schedules ours --before "$before" --out "$out/attention_ab.json"
+    --peers cudnn --schedules ours,ours_single --before "$before" --out "$out/attention_ab.json"
 cat "$out/attention_ab.log"

@@ -6,9 +6,10 @@ Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden
 (heads = 2048 / d), d 64 and 128, causal and not, f16 and bf16; plus grouped-query attention
 (`--gqa 32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t
 (halved when causal), medians of `triton.testing.do_bench`. One JSON row per configuration
-(the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_straightforward`
-(`SCHEDULES`), each peer under its own key (`fa4`, `cudnn`, `triton`; with `--weak-peers`
-also `sdpa_flash` and `triton_ptr`, the pointer-load Triton kernel), our ratios to each, each
+(the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_single`,
+`ours_straightforward` (`SCHEDULES`), each peer under its own key (`fa4`, `cudnn`, `triton`;
+with `--weak-peers` also `sdpa_flash` and `triton_ptr`, the pointer-load Triton kernel), our
+ratios to each, each
 kernel's max abs error against SDPA, and the configuration keys (`d`, `seq`, `causal`,
 `dtype`, `heads`, `kv_heads`, `batch`). FA4 (`flash_attn.cute`) is imported lazily: absent,
 it is skipped with one message and its column is null.
@@ -17,7 +18,7 @@ it is skipped with one message and its column is null.
                               [--gqa 32/8] [--gqa-seqs 4096,8192] [--no-peers]
                               [--weak-peers] [--pingpong] [--stages 3] [--block-n 128]
                               [--registers 24,240] [--peers fa4,cudnn,triton]
-                              [--schedules ours,ours_pingpong,ours_straightforward]
+                              [--schedules ours,ours_pingpong,ours_single,ours_straightforward]
                               [--before DIR] [--out results.json]
 
 `--before DIR` also times, in the same process and on the same tensors, the PTX another tree
@@ -51,13 +52,16 @@ from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOKENS, HIDDEN = 16384, 2048
 PEERS = ("fa4", "cudnn", "triton", "sdpa_flash", "triton_ptr")
-# Our schedules, all timed in every row: the library default (the rotated key loop), the
-# rotated loop with ping-pong of the two consumer warpgroups around the MMA issue, and the
-# straightforward schedule (softmax(j) under QK^T(j+1), P V(j) waited in its iteration).
+# Our schedules, all timed in every row: the library default (the rotated key loop, the
+# unmasked key blocks in a loop of their own), the same with ping-pong of the two consumer
+# warpgroups around the MMA issue, the rotated loop over the single masked key loop, and the
+# straightforward kernel: the single loop as a user writes it, softmax(j) under QK^T(j+1),
+# P V(j) waited in its iteration.
 SCHEDULES = {
-    "ours": {"rotate": True, "pingpong": False},
-    "ours_pingpong": {"rotate": True, "pingpong": True},
-    "ours_straightforward": {"rotate": False, "pingpong": False},
+    "ours": {"rotate": True, "pingpong": False, "split": True},
+    "ours_pingpong": {"rotate": True, "pingpong": True, "split": True},
+    "ours_single": {"rotate": True, "pingpong": False, "split": False},
+    "ours_straightforward": {"rotate": False, "pingpong": False, "split": False},
 }
 
 
@@ -160,7 +164,8 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             continue
         pingpong = schedule["pingpong"] or args.pingpong
         kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
-                                   pingpong=pingpong, **options)  # fmt: skip
+                                   pingpong=pingpong, split=schedule["split"],
+                                   **options)  # fmt: skip
         launch = kernel.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
         measure(row, name, launch, ref, out=lambda: o.view_as(ref))
         before = Path(args.before or "") / ptx_name(d, dtype, causal, heads // kv_heads)
@@ -176,7 +181,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         row[f"ratio_{peer}"] = (
             row["ours"] / row[peer] if row.get("ours") and row.get(peer) else None
         )
-    for name in ("ours_pingpong", "ours_straightforward"):
+    for name in ("ours_pingpong", "ours_single", "ours_straightforward"):
         if row.get("ours") and row.get(name):
             row[f"{name}_over_ours"] = row[name] / row["ours"]
     return row

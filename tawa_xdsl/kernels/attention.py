@@ -42,33 +42,61 @@ DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
 
 
 @tawa_xdsl.jit
-def attn_inner(
-    acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
+def attn_block(
+    acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
 ):  # fmt: skip
-    """Fold the key blocks of this program's rows into (acc, l_i, m_i)."""
-    if CAUSAL:
-        hi = tl.minimum(off_m + BLOCK_M, seq)
-    else:
-        hi = seq
-    offs_m = off_m + tl.arange(0, BLOCK_M)
-    for start_n in tl.range(0, hi, BLOCK_N):
-        k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-        qk = tl.dot(q, k.T)
+    """Fold the key block at `start_n` into (acc, l_i, m_i); MASKED: keys past `seq` (and,
+    CAUSAL, keys past each row) count as -inf."""
+    k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+    qk = tl.dot(q, k.T)
+    if MASKED:
         offs_n = start_n + tl.arange(0, BLOCK_N)
         mask = offs_n[None, :] < seq
         if CAUSAL:
             mask = mask & (offs_n[None, :] <= offs_m[:, None])
         qk = tl.where(mask, qk, float("-inf"))
-        # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
-        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.exp2(qk * qk_scale - m_ij[:, None])
-        alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-        acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
-        m_i = m_ij
+    # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
+    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    p = tl.exp2(qk * qk_scale - m_ij[:, None])
+    alpha = tl.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+    acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_ij
+
+
+@tawa_xdsl.jit
+def attn_inner(
+    acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, SPLIT: tl.constexpr,
+):  # fmt: skip
+    """Fold the key blocks of this program's rows into (acc, l_i, m_i). SPLIT: first the
+    blocks no mask touches (every key before `seq` and, CAUSAL, before the tile's first row),
+    then the rest with the mask, as Triton's tutorial walks the causal band: the first loop
+    has no selects and no copy of the scores out of the wgmma accumulator (bench/NOTES.md,
+    round 7). The counter of the K and V rings continues from one loop into the next."""
+    if CAUSAL:
+        hi = tl.minimum(off_m + BLOCK_M, seq)
+    else:
+        hi = seq
+    offs_m = off_m + tl.arange(0, BLOCK_M)
+    lo = 0
+    if SPLIT:
+        lo = seq // BLOCK_N * BLOCK_N
+        if CAUSAL:
+            lo = tl.minimum((off_m + 1) // BLOCK_N * BLOCK_N, lo)
+        for start_n in tl.range(0, lo, BLOCK_N):
+            acc, l_i, m_i = attn_block(
+                acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
+                HEAD_DIM, BLOCK_N, False, CAUSAL,
+            )  # fmt: skip
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        acc, l_i, m_i = attn_block(
+            acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
+            HEAD_DIM, BLOCK_N, True, CAUSAL,
+        )  # fmt: skip
     return acc, l_i, m_i
 
 
@@ -76,7 +104,7 @@ def attn_inner(
 def attn_rows(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr, SPLIT: tl.constexpr,
 ):  # fmt: skip
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
@@ -93,7 +121,7 @@ def attn_rows(
         kv_head = head // GROUP
     acc, l_i, m_i = attn_inner(
         acc, l_i, m_i, q, k_desc, v_desc, kv_head, off_m, seq, qk_scale,
-        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, SPLIT,
     )  # fmt: skip
     out = acc / l_i[:, None]
     o_desc.store([head, off_m, 0], out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
@@ -104,11 +132,11 @@ def attn_rows(
 def attn_fwd(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, SPLIT: tl.constexpr = True,
 ):  # fmt: skip
     attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP,
+        GROUP, SPLIT,
     )  # fmt: skip
 
 
@@ -116,13 +144,13 @@ def attn_fwd(
 def attn_fwd_lse(
     q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, SPLIT: tl.constexpr = True,
 ):  # fmt: skip
     """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
     (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
     head, off_m, m_i, l_i = attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP,
+        GROUP, SPLIT,
     )  # fmt: skip
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
@@ -151,10 +179,11 @@ def tile_module(
     return_lse: bool = False,
     block_m: int = BLOCK_M,
     group: int = 1,
+    split: bool = True,
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
     Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module); `group` query heads share each
-    K/V head (GQA)."""
+    K/V head (GQA); `split`: the unmasked key blocks in a loop of their own (`attn_inner`)."""
     if dtype not in DTYPES:
         raise ValueError(f"attention: dtype must be f16 or bf16, got {dtype}")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
@@ -172,6 +201,7 @@ def tile_module(
         BLOCK_N=bn,
         CAUSAL=causal,
         GROUP=group,
+        SPLIT=split,
     )
     return kernel.module.clone()
 
@@ -209,6 +239,7 @@ def compile_attention(
     return_lse: bool = False,
     rotate: bool = True,
     group: int = 1,
+    split: bool = True,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -220,10 +251,11 @@ def compile_attention(
     `rotate` (CompileOptions.rotate): iteration j issues QK^T(j+1) and P V(j) back to back
     and runs the softmax of j+1 under P V(j), P held in registers as 16-bit
     (FlashAttention-3's two-stage pipeline); False: the softmax of j under QK^T(j+1).
-    `group` query heads share each K/V head (GQA, `tile_module`)."""
+    `group` query heads share each K/V head (GQA, `tile_module`); `split`: the key blocks no
+    mask touches in a loop of their own (`attn_inner`)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(head_dim, bn, stages, registers, pingpong, mma_depth, rotate)
-    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group)
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group, split=split)
     return compile_to_ptx(module, options)
 
 

@@ -1,5 +1,9 @@
 """The library attention under both key-loop schedules, at every level against the tile level.
 
+The library's key loop is split (`tile_module(split=True)`): the blocks no mask touches in a
+loop of their own, then the masked ones, the rings' counter continuing; `split=False` is the
+single masked loop a user writes, and both must agree.
+
 `compile_attention(rotate=True)` (the default) rotates the loop (software-pipeline's
 rotation: QK^T(j+1) and P V(j) issued back to back, the softmax of j+1 under P V(j), P held
 as 16-bit wgmma A registers across the back edge); `rotate=False` keeps the softmax of j
@@ -80,7 +84,8 @@ def test_aref_and_mbarrier_levels_match_the_tile_level(rotate: bool, causal: boo
 
 
 @pytest.mark.parametrize("pingpong", [False, True], ids=["one-turn", "pingpong"])
-@pytest.mark.parametrize(("causal", "seq"), [(False, 300), (True, 257), (True, 100)])
+# 256: the masked loop runs no iteration; 300 and 257: one (a ragged block, the diagonal)
+@pytest.mark.parametrize(("causal", "seq"), [(False, 256), (False, 300), (True, 257), (True, 100)])
 @pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
 def test_nvgpu_level_matches_the_tile_level(rotate: bool, causal: bool, seq: int, pingpong):
     module = attention.tile_module(HEAD_DIM, "f16", causal)
@@ -93,13 +98,30 @@ def test_nvgpu_level_matches_the_tile_level(rotate: bool, causal: bool, seq: int
     close(o, expected)
 
 
+# 256: no key block needs the mask (the masked loop runs no iteration); 300: one does.
+@pytest.mark.parametrize(("causal", "seq"), [(False, 256), (False, 300), (True, 300)])
+def test_the_single_masked_loop_and_the_split_agree(causal: bool, seq: int):
+    """`split=False` (one key loop, every block masked, as a user writes it) and the library's
+    two loops compute the same at the tile level, and the single loop at the nvgpu level."""
+    single = attention.tile_module(HEAD_DIM, "f16", causal, split=False)
+    expected = tile_level(single, seq)
+    close(tile_level(attention.tile_module(HEAD_DIM, "f16", causal), seq), expected)
+    options = dataclasses.replace(OPTIONS, rotate=True)
+    nvgpu = lower_to_nvgpu_level(single, options)
+    q, k, v = inputs(seq)
+    o = np.zeros_like(q)
+    run_nvgpu_kernel(nvgpu, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])
+    close(o, expected)
+
+
 @pytest.mark.parametrize("pingpong", [False, True], ids=["one-turn", "pingpong"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_the_proof_accepts_the_rotated_schedule(causal: bool, pingpong: bool) -> None:
     """compile_to_ptx proves the nvgpu IR it prints (a ProtocolError otherwise)."""
     options = dataclasses.replace(OPTIONS, verify=True, rotate=True, pingpong=pingpong)
     kernel = compile_to_ptx(attention.tile_module(128, "bf16", causal), options)
-    assert kernel.ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+    # one rotated loop over the unmasked key blocks, one over the masked ones
+    assert kernel.ptx.count("wgmma.wait_group.sync.aligned 1;") == 2
 
 
 def test_tawa_verify_proves_the_rotated_pingpong_at_the_nvgpu_level(

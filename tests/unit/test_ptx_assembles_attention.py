@@ -103,7 +103,8 @@ def test_pingpong_assembles(head_dim: int, causal: bool, rotate: bool) -> None:
     """Ping-pong: each consumer warpgroup syncs at its own named barrier (3 or 4) once per
     iteration. Rotated: the turn is the issue of QK^T(j+1) and P V(j) (sync before the first,
     arrives after the second; warpgroup 1's first arrive before the loop: 3 arrives).
-    Straightforward: from P V(j) to QK^T(j+2), plus the start and end arrives (4)."""
+    Straightforward: from P V(j) to QK^T(j+2), plus the start and end arrives (4). Each for
+    both key loops (the unmasked blocks', the masked ones')."""
     ptx = compile_attention(head_dim, "f16", causal, pingpong=True, rotate=rotate).ptx
     check(ptx)
     lines = loop_body(ptx)
@@ -114,7 +115,7 @@ def test_pingpong_assembles(head_dim: int, causal: bool, rotate: bool) -> None:
     in_loop = [i for i, line in enumerate(lines) if "bar.arrive" in line]
     rs = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line and "}, {%" in line]
     ss = [i for i, line in enumerate(lines) if "wgmma.mma_async" in line and "}, {%" not in line]
-    assert len(syncs) == 2 and len(arrives) == (3 if rotate else 4)
+    assert len(syncs) == 2 and len(arrives) == 2 * (3 if rotate else 4)
     assert max(syncs) < min(rs)
     if rotate:
         assert max(syncs) < min(ss) and min(in_loop) > max(rs)
