@@ -28,9 +28,13 @@ naming the op's location):
   loop that holds it (a loop-carried value starting at the tile's start and incremented by
   one each iteration; the lookahead counter starts one ahead and is incremented by the
   lookahead's `scf.if`), or on the tile's start outside the loop; the tile's start is 0,
-  or, in a loop of tiles, the counter the previous tile left; slot and parity are taken
-  modulo the ring's depth and their argument is never negative (offsets are then reduced
-  to one ring turn, exactly);
+  or, in a loop of tiles, the counter the previous tile left (through the uniform
+  conditionals around the tile's loops: each yields their end when taken and the tile's
+  start when not; a condition may differ from tile to tile, as a trip count may: the
+  rings' proofs take every tile's number of uses as arbitrary, a skipped tile has none,
+  and the groups compute it alike, compared structurally with the trip counts); slot and
+  parity are taken modulo the ring's depth and their argument is never negative (offsets
+  are then reduced to one ring turn, exactly);
 * guards: a release carrying `tawa.lag = L` is under `scf.if (counter - start >= L)`; the
   loop marked `tawa.drain = L` after the main loop releases `[max(end - L, start), end)`; an
   `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead) is guarded by
@@ -655,11 +659,18 @@ def _tile_times_trip(value: SSAValue, tiles: scf.ForOp, inner: scf.ForOp) -> boo
 
 def _ends_chain(nxt: SSAValue, start: SSAValue, block: Block) -> bool:
     """`nxt` ends a chain of loops of `block`, each starting its counter where the one before
-    ended and the first at `start` (a tile's sequence of loops). Only the shape: which loops
-    these are is `check_threading`'s (the ring's loops, the tile ending where its last ends)."""
+    ended and the first at `start` (a tile's sequence of loops), maybe through conditionals
+    of the block (read through their taken branch). Only the shape: which loops and
+    conditionals these are is `check_threading`'s (the ring's loops and the uniform
+    conditionals around them, the tile ending where its last loop ends)."""
+    tiles = block.parent_op()
+    assert tiles is not None
     while not _continues(nxt, start):
         loop = nxt.owner
-        if not (isinstance(loop, scf.ForOp) and loop.parent_block() is block):
+        if isinstance(loop, scf.IfOp) and _inside(nxt, tiles) and loop.false_region.blocks:
+            nxt = _yield_of(loop.true_region.blocks[0], list(loop.results).index(nxt))
+            continue  # a conditional around loops: `check_next_tile` checks both branches
+        if not (isinstance(loop, scf.ForOp) and _inside(nxt, tiles)):
             return False
         nxt = loop.iter_args[list(loop.results).index(nxt)]
         peeled = nxt.owner
@@ -1140,8 +1151,8 @@ class _GroupWalker:
         if not (isinstance(tiles, scf.ForOp) and start.index >= 1):
             return
         nxt = _yield_of(start.block, start.index - 1)
-        if len(self.segments) == 1:
-            return  # one loop per tile (or one use): `_tile_start` checked it
+        if len(self.segments) == 1 and (_plus_one(nxt, start) or _continues(nxt, start)):
+            return  # one loop per tile (or one use), unconditional: `_tile_start` checked it
         ends = [r for r in last.ends if _continues(r, starts[-1])]
         around = tuple(guard for guard in last.ifs if guard.is_ancestor(tiles))
         for end in ends:
