@@ -32,7 +32,9 @@ naming the op's location):
   conditionals around the tile's loops: each yields their end when taken and the tile's
   start when not; a condition may differ from tile to tile, as a trip count may: the
   rings' proofs take every tile's number of uses as arbitrary, a skipped tile has none,
-  and the groups compute it alike, compared structurally with the trip counts); slot and
+  and the groups compute it alike, compared structurally with the trip counts; a start of
+  the tile index times the trip count, which counts skipped tiles' uses, is refused under a
+  condition); slot and
   parity are taken modulo the ring's depth and their argument is never negative (offsets
   are then reduced to one ring turn, exactly);
 * guards: a release carrying `tawa.lag = L` is under `scf.if (counter - start >= L)`; the
@@ -625,6 +627,12 @@ def _tile_start(
     loop = outer[-1]
     block = loop.body.block
     if inner is not None and len(outer) == 1 and _tile_times_trip(value, loop, inner):
+        if any(isinstance(o, scf.IfOp) for o in _ancestors(inner) if loop.is_ancestor(o)):
+            # A condition may skip a tile's loop, and its uses, which this counter counts.
+            raise fail(
+                op, f"'{op.name}': its use counter counts every tile's trips (the tile index "
+                "times the trip count) but its loop runs under a condition",
+            )  # fmt: skip
         return value
     if not (isinstance(value, BlockArgument) and value.block is block and value.index >= 1):
         raise fail(op, f"'{op.name}': its use counter restarts in every iteration of a loop")

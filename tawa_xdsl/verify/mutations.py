@@ -954,6 +954,38 @@ def tile_if_producer_on_tile(m: ModuleOp) -> None:
     guard.operands[0] = _insert([arith.CmpiOp(tiles.body.block.args[0], tiles.lb, "ne")], guard)
 
 
+def tile_if_counter_by_tile_index(m: ModuleOp) -> None:
+    """Every group's K loop walks its iteration index j (0 to K / step by 1, k = j * step) and
+    counts its uses as `tile index * (K / step) + j`, as if every tile before ran the loop:
+    under a condition that skips tiles, a skipped tile's uses never happen, so the next
+    tile's parities name phases that completed long ago (a consumer reads a slot before its
+    copy lands)."""
+    site = Site(m)
+    for role in ("producer", "consumer"):
+        _count_by_tile_index(site, role)
+
+
+def _count_by_tile_index(site: Site, role: str) -> None:
+    guard, tiles, _ = _tile_if(site, role)
+    loop = site.main_loop(role)
+    step = protocol.constant_of(loop.step)
+    if step is None or protocol.constant_of(loop.lb) != 0:
+        raise NotApplicable("the K loop does not run from 0 by a constant step")
+    counter = loop.body.block.args[1 + _counter_index(loop)]
+    trip = _insert([arith.DivSIOp(loop.ub, _const(step, tiles))], tiles)
+    loop.operands[1], loop.operands[2] = trip, _const(1, tiles)
+    index = arith.DivSIOp(
+        _insert([arith.SubiOp(tiles.body.block.args[0], tiles.lb)], guard), tiles.step
+    )
+    start = _insert([index, arith.MuliOp(index.result, trip)], guard)
+    iv = loop.body.block.args[0]
+    k = arith.MuliOp(iv, _const(step, tiles))
+    use = arith.AddiOp(iv, start)
+    Rewriter.insert_op([k, use], InsertPoint.at_start(loop.body.block))
+    iv.replace_uses_with_if(k.result, lambda u: u.operation not in (k, use))
+    counter.replace_uses_with_if(use.result, lambda u: u.operation is not use)
+
+
 TILE_CONDITION_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -963,6 +995,9 @@ TILE_CONDITION_MUTATIONS: dict[str, Mutation] = {
             "tile_if_differs_between_tiles", "uniform conditionals", tile_if_differs_between_tiles
         ),
         Mutation("tile_if_producer_on_tile", "uniform conditionals", tile_if_producer_on_tile),
+        Mutation(
+            "tile_if_counter_by_tile_index", "uniform conditionals", tile_if_counter_by_tile_index
+        ),
     ]
 }
 
@@ -1087,11 +1122,28 @@ def ring_taken_in_first_loop(m: ModuleOp) -> None:
     _move_ring_to_first_loop(m, "consumer")
 
 
+def ring_wait_before_other_rings(m: ModuleOp) -> None:
+    """Safe: the consumers wait for the second loop's ring (with its slot and parity
+    arithmetic) before the other rings' waits of that loop: the producer puts each ring's
+    use u whatever the consumers wait for, so no order of one iteration's waits deadlocks."""
+    site = Site(m)
+    ring, _, second = _second_loop_ring(site, "consumer")
+    waits = [op for op in second.body.block.ops if isinstance(op, nvgpu.MBarrierWaitOp)]
+    mine = [op for op in waits if op.bars == ring.full]
+    if not mine or waits[0] in mine:
+        raise NotApplicable("the ring's wait is the loop's first")
+    _clone_into(mine[0], second, {}, waits[0])
+    Rewriter.erase_op(mine[0])
+
+
 SOME_LOOPS_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
         Mutation("ring_put_in_first_loop", "cross-ring loops", ring_put_in_first_loop),
         Mutation("ring_taken_in_first_loop", "cross-ring loops", ring_taken_in_first_loop),
+        Mutation(
+            "ring_wait_before_other_rings", "safe", ring_wait_before_other_rings, broken=False
+        ),
     ]
 }
 

@@ -3,14 +3,18 @@ sequence, at the nvgpu level: mutations planted into the persistent kernels of
 tests/corpus/proved.py whose K loop sits under `if K > 0:` (the GEMM with row sums: the same
 value in every tile) or `if pid_m * BLOCK_M < M:` (a GEMM on a grid with more row blocks than
 A: per tile, each program skipping a tile between two it computes), by
-`tawa_xdsl.verify.mutations.TILE_CONDITION_MUTATIONS`, and into the two-loop RMSnorm (its x
+`tawa_xdsl.verify.mutations.TILE_CONDITION_MUTATIONS` (among them a counter of the tile
+index times the trip count, which counts the uses of the tiles the condition skips: proved
+before the extraction refused it), and into the two-loop RMSnorm (its x
 ring through both loops, its weight ring through the second: moved into the first loop in one
 role only, each ring alone stays correct and the rings together deadlock), by
 `SOME_LOOPS_MUTATIONS`.
 
-Every mutation is rejected by the proof (a refusal naming the op in one line, or a
+Every broken mutation is rejected by the proof (a refusal naming the op in one line, or a
 counterexample: never "proved") and shown by the nvgpu interpreter (an error, a deadlock or a
-result differing from numpy under some schedule) on two programs of several tiles each.
+result differing from numpy under some schedule; a persistent kernel on two programs of
+several tiles each); the safe one (the weight ring's wait moved before the x ring's) is
+proved, by the certificate and the explicit search, and computes the numpy result.
 """
 
 from __future__ import annotations
@@ -35,7 +39,13 @@ from tests.corpus.case import nvgpu_launch
 ROW_SUMS_IF = "gemm_with_row_sums_if_nonempty_persistent"  # `if K > 0:` in every tile
 ROWS_BELOW = "gemm_rows_below_persistent"  # `if pid_m * BLOCK_M < M:`, per tile
 RMSNORM = "rmsnorm_two_loops"  # x ring in both loops, weight ring in the second
-KERNELS = [ROW_SUMS_IF, ROWS_BELOW, RMSNORM]
+UNLAGGED = "rows_below_unlagged"  # ROWS_BELOW with MMA depth 1: releases without lag guards
+KERNELS = {  # kernel: (its case in tests/corpus/proved.py, compile options besides its own)
+    ROW_SUMS_IF: (ROW_SUMS_IF, {}),
+    ROWS_BELOW: (ROWS_BELOW, {}),
+    RMSNORM: (RMSNORM, {}),
+    UNLAGGED: (ROWS_BELOW, {"mma_depth": 1}),
+}
 CORPUS = {case.name: case for case in proved.CASES}
 MUTATIONS = {**TILE_CONDITION_MUTATIONS, **SOME_LOOPS_MUTATIONS}
 PLAN: dict[str, list[str]] = {
@@ -43,8 +53,10 @@ PLAN: dict[str, list[str]] = {
     "tile_if_untaken_advances": [ROWS_BELOW],  # with `K > 0` no tile after a skipped one runs
     "tile_if_differs_between_tiles": [ROW_SUMS_IF, ROWS_BELOW],
     "tile_if_producer_on_tile": [ROW_SUMS_IF, ROWS_BELOW],
+    "tile_if_counter_by_tile_index": [UNLAGGED],
     "ring_put_in_first_loop": [RMSNORM],
     "ring_taken_in_first_loop": [RMSNORM],
+    "ring_wait_before_other_rings": [RMSNORM],
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
@@ -56,10 +68,11 @@ def test_plan_covers_every_mutation() -> None:
 @pytest.fixture(scope="module")
 def lowered() -> dict[str, str]:
     out = {}
-    for name in KERNELS:
-        compiled = CORPUS[name].compile(np.random.default_rng(0))
+    for name, (case, changes) in KERNELS.items():
+        compiled = CORPUS[case].compile(np.random.default_rng(0))
         ir: dict[str, str] = {}
-        lower_to_nvgpu_level(compiled.module, replace(compiled.options, verify=False), ir)
+        options = replace(compiled.options, verify=False, **changes)
+        lower_to_nvgpu_level(compiled.module, options, ir)
         out[name] = ir["nvgpu"]
     return out
 
@@ -77,7 +90,7 @@ def _proof(module: ModuleOp) -> str:
 def _oracle(module: ModuleOp, name: str, schedules: list) -> str:
     """What the nvgpu interpreter shows under the first schedule that goes wrong, "" if none."""
     for schedule in schedules:
-        run = CORPUS[name].launch(np.random.default_rng(1))
+        run = CORPUS[KERNELS[name][0]].launch(np.random.default_rng(1))
         grid, args = nvgpu_launch(run, run.kwargs.get("persistent", False))
         try:
             run_nvgpu_kernel(module, grid, args, schedule=schedule)
@@ -96,8 +109,16 @@ def _parse(lowered: dict[str, str], kernel: str) -> ModuleOp:
 @pytest.mark.parametrize(("name", "kernel"), CASES, ids=lambda x: str(x))
 def test_mutation(lowered, name: str, kernel: str) -> None:
     module = _parse(lowered, kernel)
-    MUTATIONS[name].apply(module)
+    mutation = MUTATIONS[name]
+    mutation.apply(module)
     proof = _proof(module)
+    if not mutation.broken:
+        assert proof == "proved", proof
+        explicit = [v.summary() for v in verify_module(module, method="explicit")]
+        assert all(line.startswith("proved") for line in explicit), explicit
+        shown = _oracle(module, kernel, ["random", "producer-first", "consumer-first"])
+        assert not shown, shown
+        return
     assert proof != "proved", f"{name} ({kernel}) was proved"
     if proof.startswith("refused"):
         assert ".mlir:" in proof and "\n" not in proof, proof
@@ -109,7 +130,7 @@ def test_mutation(lowered, name: str, kernel: str) -> None:
 def test_unmutated_kernels_are_proved_and_run(lowered, kernel: str) -> None:
     module = _parse(lowered, kernel)
     assert _proof(module) == "proved", kernel
-    if not CORPUS[kernel].launch(np.random.default_rng(0)).kwargs.get("persistent"):
+    if not CORPUS[KERNELS[kernel][0]].launch(np.random.default_rng(0)).kwargs.get("persistent"):
         # (the explicit search of a persistent ring with lagged releases over two consumer
         # warpgroups takes 40 s; test_verify_crosscheck compares both on persistent rings)
         explicit = [v.summary() for v in verify_module(module, method="explicit")]
