@@ -34,9 +34,8 @@ naming the op's location):
   rings' proofs take every tile's number of uses as arbitrary, a skipped tile has none,
   and the groups compute it alike, compared structurally with the trip counts; a start of
   the tile index times the trip count, which counts skipped tiles' uses, is refused under a
-  condition); slot and
-  parity are taken modulo the ring's depth and their argument is never negative (offsets
-  are then reduced to one ring turn, exactly);
+  condition); slot and parity are taken modulo the ring's depth and their argument is never
+  negative (offsets are then reduced to one ring turn, exactly);
 * guards: a release carrying `tawa.lag = L` is under `scf.if (counter - start >= L)`; the
   loop marked `tawa.drain = L` after the main loop releases `[max(end - L, start), end)`; an
   `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead) is guarded by
