@@ -6,8 +6,10 @@ chooses per group from the tile rows: 2 warpgroups where the rows are a multiple
 one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
 `warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile: seeded
 by the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a kernel with
-no dot splits as a GEMM does), followed through elementwise ops, reductions, expand_dims,
-broadcast, reshape, trans, permute, join, split and loop-carried values. Each warpgroup w
+no dot splits as a GEMM does) or, where there are neither, of the 2-D tiles of several rows
+read from the rings (a kernel reducing down the columns of what it reads), followed through
+elementwise ops, reductions, expand_dims, broadcast, reshape, trans, permute, join, split
+and loop-carried values. Each warpgroup w
 takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get),
 builds its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
 A reduction along the rows becomes `tile.reduce ... across(2)`: each warpgroup reduces its
@@ -138,6 +140,12 @@ def _row_axes(group: aref.GroupOp) -> dict[SSAValue, int]:
             assign(op.result, 0, op)
         elif isinstance(op, tile.StoreOp) and _is_block_of_rows(op.value):
             assign(op.value, 0, op)
+    if not axes:  # no dot and no tile stored: the rows of the tiles read from the rings
+        for op in ops:
+            if isinstance(op, aref.GetOp):
+                for value in op.values:
+                    if _is_block_of_rows(value):
+                        assign(value, 0, op)
     changed = True
     while changed:
         changed = False

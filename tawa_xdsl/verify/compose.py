@@ -229,7 +229,7 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
     consumer_groups = sorted({c.group for r in rings for c in r.consumers})
     for g in consumer_groups:
         mine = [(k, c) for k, r in enumerate(rings) for c in r.consumers if c.group == g]
-        _same_loops(rings, _loop_indices(producer, looped), _loop_indices(mine, looped))
+        _same_loops(rings, _loop_indices(producer, looped), _loop_indices(mine, looped), mine)
         cons = _events(mine, "consumer", looped)
         witness = _pattern(rings, prod, cons, looped)
         if witness:
@@ -239,16 +239,20 @@ def check_composition(rings: list[RingProtocolModel]) -> CompositionVerdict:
     return CompositionVerdict(True, time.perf_counter() - start, rings=names)
 
 
-def _same_loops(rings: list[RingProtocolModel], producer: dict, consumer: dict) -> None:
+def _same_loops(
+    rings: list[RingProtocolModel], producer: dict, consumer: dict, actors: list[tuple[int, Actor]]
+) -> None:
     """Each ring uses the same loops of the sequence in the producer as in a consumer group
     (P3): loop j of one group is loop j of the other (its trip count is compared with the
     producer's by the ring that uses it), so two sequential loops are not one interleaved
     loop, and a ring used by some of the loops counts its uses through those only."""
     for r, loops in consumer.items():
         if producer.get(r) != loops:
+            where = next(a.steps[0].loc for k, a in actors if k == r)
+            theirs = ", ".join(str(j) for j in producer.get(r, ()))
             raise PremiseError(
-                f"ring {rings[r].name} is used by other loops of the sequence in the producer "
-                "than in a consumer (P3)"
+                f"{where}: ring {rings[r].name} uses loops {', '.join(map(str, loops))} of the "
+                f"sequence in a consumer but {theirs or 'none'} in the producer (P3)"
             )
 
 

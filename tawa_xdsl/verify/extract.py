@@ -28,9 +28,14 @@ naming the op's location):
   loop that holds it (a loop-carried value starting at the tile's start and incremented by
   one each iteration; the lookahead counter starts one ahead and is incremented by the
   lookahead's `scf.if`), or on the tile's start outside the loop; the tile's start is 0,
-  or, in a loop of tiles, the counter the previous tile left; slot and parity are taken
-  modulo the ring's depth and their argument is never negative (offsets are then reduced
-  to one ring turn, exactly);
+  or, in a loop of tiles, the counter the previous tile left (through the uniform
+  conditionals around the tile's loops: each yields their end when taken and the tile's
+  start when not; a condition may differ from tile to tile, as a trip count may: the
+  rings' proofs take every tile's number of uses as arbitrary, a skipped tile has none,
+  and the groups compute it alike, compared structurally with the trip counts; a start of
+  the tile index times the trip count, which counts skipped tiles' uses, is refused under a
+  condition); slot and parity are taken modulo the ring's depth and their argument is never
+  negative (offsets are then reduced to one ring turn, exactly);
 * guards: a release carrying `tawa.lag = L` is under `scf.if (counter - start >= L)`; the
   loop marked `tawa.drain = L` after the main loop releases `[max(end - L, start), end)`; an
   `scf.if` marked `tawa.stage = 0` in the loop body (the lookahead) is guarded by
@@ -621,6 +626,12 @@ def _tile_start(
     loop = outer[-1]
     block = loop.body.block
     if inner is not None and len(outer) == 1 and _tile_times_trip(value, loop, inner):
+        if any(isinstance(o, scf.IfOp) for o in _ancestors(inner) if loop.is_ancestor(o)):
+            # A condition may skip a tile's loop, and its uses, which this counter counts.
+            raise fail(
+                op, f"'{op.name}': its use counter counts every tile's trips (the tile index "
+                "times the trip count) but its loop runs under a condition",
+            )  # fmt: skip
         return value
     if not (isinstance(value, BlockArgument) and value.block is block and value.index >= 1):
         raise fail(op, f"'{op.name}': its use counter restarts in every iteration of a loop")
@@ -655,11 +666,18 @@ def _tile_times_trip(value: SSAValue, tiles: scf.ForOp, inner: scf.ForOp) -> boo
 
 def _ends_chain(nxt: SSAValue, start: SSAValue, block: Block) -> bool:
     """`nxt` ends a chain of loops of `block`, each starting its counter where the one before
-    ended and the first at `start` (a tile's sequence of loops). Only the shape: which loops
-    these are is `check_threading`'s (the ring's loops, the tile ending where its last ends)."""
+    ended and the first at `start` (a tile's sequence of loops), maybe through conditionals
+    of the block (read through their taken branch). Only the shape: which loops and
+    conditionals these are is `check_threading`'s (the ring's loops and the uniform
+    conditionals around them, the tile ending where its last loop ends)."""
+    tiles = block.parent_op()
+    assert tiles is not None
     while not _continues(nxt, start):
         loop = nxt.owner
-        if not (isinstance(loop, scf.ForOp) and loop.parent_block() is block):
+        if isinstance(loop, scf.IfOp) and _inside(nxt, tiles) and loop.false_region.blocks:
+            nxt = _yield_of(loop.true_region.blocks[0], list(loop.results).index(nxt))
+            continue  # a conditional around loops: `check_next_tile` checks both branches
+        if not (isinstance(loop, scf.ForOp) and _inside(nxt, tiles)):
             return False
         nxt = loop.iter_args[list(loop.results).index(nxt)]
         peeled = nxt.owner
@@ -1140,8 +1158,8 @@ class _GroupWalker:
         if not (isinstance(tiles, scf.ForOp) and start.index >= 1):
             return
         nxt = _yield_of(start.block, start.index - 1)
-        if len(self.segments) == 1:
-            return  # one loop per tile (or one use): `_tile_start` checked it
+        if len(self.segments) == 1 and (_plus_one(nxt, start) or _continues(nxt, start)):
+            return  # one loop per tile (or one use), unconditional: `_tile_start` checked it
         ends = [r for r in last.ends if _continues(r, starts[-1])]
         around = tuple(guard for guard in last.ifs if guard.is_ancestor(tiles))
         for end in ends:

@@ -7,7 +7,10 @@ nothing to change in a module raises `NotApplicable`. `MUTATIONS` lists them by 
 `tests/unit/test_mutation_corpus.py` applies them to the GEMM, attention and causal attention,
 persistent and not, at both levels, and checks the proof and a dynamic oracle (the mbarrier or
 nvgpu interpreter) against each. `NAMED_BARRIER_MUTATIONS` (named barriers and TMA-store
-staging, nvgpu level) are planted by `tests/unit/test_mutation_named_barriers.py`.
+staging, nvgpu level) are planted by `tests/unit/test_mutation_named_barriers.py`;
+`TILE_CONDITION_MUTATIONS` (rings under a uniform condition in a loop of tiles) and
+`SOME_LOOPS_MUTATIONS` (a ring used by some loops of a sequence), both at the nvgpu level,
+by `tests/unit/test_mutation_conditions.py`.
 
     from tawa_xdsl.verify.mutations import MUTATIONS
     MUTATIONS["parity_flipped"].apply(module)      # module: lowered IR, changed in place
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -883,6 +886,264 @@ MUTATIONS: dict[str, Mutation] = {
             seq_producer_next_tile_from_first_loop,
         ),
         Mutation("inner_trip_one_more", "nested loops", inner_trip_one_more),
+    ]
+}
+
+
+# ------------------------------------- rings under a uniform condition in a loop of tiles
+# Planted in persistent kernels whose K loop sits under an `scf.if` inside the loop of tiles
+# (`if K > 0:`, the same in every tile; `if pid_m * BLOCK_M < M:`, per tile): the conditional
+# yields the loop's counter when taken and the tile's start when not, and the tile loop hands
+# it to the next tile (issue 13 item 5).
+
+
+def _tile_if(site: Site, role: str) -> tuple[scf.IfOp, scf.ForOp, int]:
+    """The `scf.if` around the role's K loop in its loop of tiles, that loop, and the index of
+    the if result the tile loop yields as its use counter."""
+    guard = site.main_loop(role).parent_op()
+    tiles = guard.parent_op() if guard is not None else None
+    if not (isinstance(guard, scf.IfOp) and isinstance(tiles, scf.ForOp)):
+        raise NotApplicable(f"the {role}'s loop is not under a conditional in a loop of tiles")
+    yielded = tiles.body.block.last_op
+    assert isinstance(yielded, scf.YieldOp)
+    for value in yielded.operands:
+        if value.owner is guard:
+            return guard, tiles, list(guard.results).index(value)
+    raise NotApplicable("the loop of tiles does not carry the conditional's counter")
+
+
+def _branch_yield(guard: scf.IfOp, taken: bool) -> scf.YieldOp:
+    region = guard.true_region if taken else guard.false_region
+    yielded = region.blocks[0].last_op
+    assert isinstance(yielded, scf.YieldOp)
+    return yielded
+
+
+def tile_if_taken_keeps_start(m: ModuleOp) -> None:
+    """The consumers' conditional yields the tile's start when taken (the counter is not
+    advanced by the K loop's uses): the next tile recounts them, the producer's does not."""
+    guard, _, at = _tile_if(Site(m), "consumer")
+    taken, untaken = _branch_yield(guard, True), _branch_yield(guard, False)
+    taken.operands[at] = untaken.operands[at]
+
+
+def tile_if_untaken_advances(m: ModuleOp) -> None:
+    """The consumers' conditional yields one use past the tile's start when not taken: after
+    a tile that skips its K loop the consumers count one use ahead of the producer."""
+    guard, _, at = _tile_if(Site(m), "consumer")
+    untaken = _branch_yield(guard, False)
+    start = untaken.operands[at]
+    untaken.operands[at] = _insert([arith.AddiOp(start, _const(1, untaken))], untaken)
+
+
+def tile_if_differs_between_tiles(m: ModuleOp) -> None:
+    """The consumers also skip the K loop of their program's first tile (`tile != pid` added
+    to the condition; the producer's condition is unchanged): in that tile the producer
+    fills slots the consumers read as the next tile's."""
+    guard, tiles, _ = _tile_if(Site(m), "consumer")
+    tile = tiles.body.block.args[0]
+    other = arith.CmpiOp(tile, tiles.lb, "ne")
+    guard.operands[0] = _insert([other, arith.AndIOp(guard.cond, other.result)], guard)
+
+
+def tile_if_producer_on_tile(m: ModuleOp) -> None:
+    """The producer's condition is replaced by one on the tile (`tile != pid`), the
+    consumers' kept: the producer puts uses the consumers never take, or skips ones they
+    wait for."""
+    guard, tiles, _ = _tile_if(Site(m), "producer")
+    guard.operands[0] = _insert([arith.CmpiOp(tiles.body.block.args[0], tiles.lb, "ne")], guard)
+
+
+def tile_if_counter_by_tile_index(m: ModuleOp) -> None:
+    """Every group's K loop walks its iteration index j (0 to K / step by 1, k = j * step) and
+    counts its uses as `tile index * (K / step) + j`, as if every tile before ran the loop:
+    under a condition that skips tiles, a skipped tile's uses never happen, so the next
+    tile's parities name phases that completed long ago (a consumer reads a slot before its
+    copy lands)."""
+    site = Site(m)
+    for role in ("producer", "consumer"):
+        _count_by_tile_index(site, role)
+
+
+def _count_by_tile_index(site: Site, role: str) -> None:
+    guard, tiles, _ = _tile_if(site, role)
+    loop = site.main_loop(role)
+    step = protocol.constant_of(loop.step)
+    if step is None or protocol.constant_of(loop.lb) != 0:
+        raise NotApplicable("the K loop does not run from 0 by a constant step")
+    counter = loop.body.block.args[1 + _counter_index(loop)]
+    trip = _insert([arith.DivSIOp(loop.ub, _const(step, tiles))], tiles)
+    loop.operands[1], loop.operands[2] = trip, _const(1, tiles)
+    index = arith.DivSIOp(
+        _insert([arith.SubiOp(tiles.body.block.args[0], tiles.lb)], guard), tiles.step
+    )
+    start = _insert([index, arith.MuliOp(index.result, trip)], guard)
+    iv = loop.body.block.args[0]
+    k = arith.MuliOp(iv, _const(step, tiles))
+    use = arith.AddiOp(iv, start)
+    Rewriter.insert_op([k, use], InsertPoint.at_start(loop.body.block))
+    iv.replace_uses_with_if(k.result, lambda u: u.operation not in (k, use))
+    counter.replace_uses_with_if(use.result, lambda u: u.operation is not use)
+
+
+TILE_CONDITION_MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in [
+        Mutation("tile_if_taken_keeps_start", "uniform conditionals", tile_if_taken_keeps_start),
+        Mutation("tile_if_untaken_advances", "uniform conditionals", tile_if_untaken_advances),
+        Mutation(
+            "tile_if_differs_between_tiles", "uniform conditionals", tile_if_differs_between_tiles
+        ),
+        Mutation("tile_if_producer_on_tile", "uniform conditionals", tile_if_producer_on_tile),
+        Mutation(
+            "tile_if_counter_by_tile_index", "uniform conditionals", tile_if_counter_by_tile_index
+        ),
+    ]
+}
+
+
+# --------------------------------------------- a ring used in some loops of a sequence
+# Planted in kernels with two loops in sequence where one ring runs through both and another
+# through the second only (the two-loop RMSnorm's x and weight rings): that ring's ops moved
+# into the first loop in one role only, counted there on the first loop's use counter (the
+# same uses: both loops start their counters at 0 and walk the same bounds), so each ring
+# alone is still a correct protocol and only the rings together deadlock (issue 13 item 5).
+
+
+def _second_loop_ring(site: Site, role: str) -> tuple[Ring, scf.ForOp, scf.ForOp]:
+    """The ring the role uses in its second loop but not its first, and the two loops."""
+    first, second = _segment_loops(site, role)[:2]
+    for ring in site.rings:
+        if {_enclosing(op, scf.ForOp) for op in _ring_ops(site, role, ring)} == {second}:
+            return ring, first, second
+    raise NotApplicable("no ring used by the second loop only")
+
+
+def _ring_ops(site: Site, role: str, ring: Ring) -> list[Operation]:
+    """The role's ops on the ring's barriers and buffers (waits, arrives, copies, reads)."""
+    found = []
+    for op in site.group(role).body.walk():
+        if getattr(op, "bars", None) in (ring.full, ring.empty):
+            found.append(op)
+        elif getattr(op, "buf", None) in ring.buffers:
+            found.append(op)
+    if not found:
+        raise NotApplicable(f"the {role} does not use ring {ring.name}")
+    return found
+
+
+def _counter_arg(loop: scf.ForOp, ops: list[Operation]) -> SSAValue:
+    """The loop-carried use counter the slot expressions of `ops` are built on."""
+    for arg in loop.body.block.args[1:]:
+        if any(arg in _roots_of(op) for op in ops):
+            return arg
+    raise NotApplicable("the ring's ops use no counter of their loop")
+
+
+def _roots_of(op: Operation) -> set[SSAValue]:
+    out: set[SSAValue] = set()
+    for value in op.operands:
+        out.add(value)
+        if isinstance(value.owner, Operation) and not value.owner.regions:
+            out |= _roots_of(value.owner)
+    return out
+
+
+def _move_ring_to_first_loop(m: ModuleOp, role: str) -> None:
+    """The role's ops on the second loop's ring, with the slot and parity arithmetic they
+    use, moved to the end of its first loop's body and built there on the first loop's use
+    counter and induction variable; a value read from the ring that the second loop used is
+    replaced by ones (the protocol, not the data, is what the mutation is about)."""
+    site = Site(m)
+    ring, first, second = _second_loop_ring(site, role)
+    ring_ops = _ring_ops(site, role, ring)
+    mine = [op for op in second.body.block.ops if any(o in ring_ops for o in op.walk())]
+    others = [op for op in first.body.block.ops if any(_touches(o, site.rings) for o in op.walk())]
+    mapping: dict[SSAValue, SSAValue] = {
+        _counter_arg(second, mine): _counter_arg(first, others),
+        second.body.block.args[0]: first.body.block.args[0],
+    }
+    end = first.body.block.last_op
+    assert end is not None
+    for op in mine:
+        _clone_into(op, second, mapping, end)
+    for op in reversed(mine):
+        for result in op.results:
+            if result.uses:
+                result.replace_all_uses_with(_ones_like(result, op))
+        Rewriter.erase_op(op)
+
+
+def _touches(op: Operation, rings: list[Ring]) -> bool:
+    bars = {id(b) for r in rings for b in (r.full, r.empty)}
+    bufs = {id(b) for r in rings for b in r.buffers}
+    return id(getattr(op, "bars", None)) in bars or id(getattr(op, "buf", None)) in bufs
+
+
+def _clone_into(
+    op: Operation, source: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operation
+) -> None:
+    """Clone `op` before `before`, first the ops of `source`'s body that its operands (and
+    those of the ops nested in it) come from; `mapping` maps the values already moved."""
+    for inner in op.walk():
+        for value in inner.operands:
+            owner = value.owner
+            if (
+                value not in mapping
+                and isinstance(owner, Operation)
+                and owner.parent_block() is source.body.block
+            ):
+                _clone_into(owner, source, mapping, before)
+    copy = op.clone(value_mapper=mapping)
+    Rewriter.insert_op(copy, InsertPoint.before(before))
+    for old, new in zip(op.results, copy.results, strict=True):
+        mapping[old] = new
+
+
+def _ones_like(value: SSAValue, before: Operation) -> SSAValue:
+    frag = value.type
+    if not isinstance(frag, nvgpu.FragmentType):
+        raise NotApplicable(f"a ring read of type {frag} is used after it")
+    one = arith.ConstantOp(FloatAttr(1.0, frag.element_type))
+    return _insert([one, nvgpu.FragmentSplatOp(one.result, frag)], before)
+
+
+def ring_put_in_first_loop(m: ModuleOp) -> None:
+    """The producer puts the second loop's ring in its first loop (the consumers still take
+    it in their second loop): past D uses the producer waits for a slot the consumers free
+    only after the first loop, whose later uses it has not put."""
+    _move_ring_to_first_loop(m, "producer")
+
+
+def ring_taken_in_first_loop(m: ModuleOp) -> None:
+    """The consumers take the second loop's ring in their first loop (the producer still
+    puts it in its second): they wait for a use the producer puts only after the first
+    loop, whose slots they no longer free."""
+    _move_ring_to_first_loop(m, "consumer")
+
+
+def ring_wait_before_other_rings(m: ModuleOp) -> None:
+    """Safe: the consumers wait for the second loop's ring (with its slot and parity
+    arithmetic) before the other rings' waits of that loop: the producer puts each ring's
+    use u whatever the consumers wait for, so no order of one iteration's waits deadlocks."""
+    site = Site(m)
+    ring, _, second = _second_loop_ring(site, "consumer")
+    waits = [op for op in second.body.block.ops if isinstance(op, nvgpu.MBarrierWaitOp)]
+    mine = [op for op in waits if op.bars == ring.full]
+    if not mine or waits[0] in mine:
+        raise NotApplicable("the ring's wait is the loop's first")
+    _clone_into(mine[0], second, {}, waits[0])
+    Rewriter.erase_op(mine[0])
+
+
+SOME_LOOPS_MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in [
+        Mutation("ring_put_in_first_loop", "cross-ring loops", ring_put_in_first_loop),
+        Mutation("ring_taken_in_first_loop", "cross-ring loops", ring_taken_in_first_loop),
+        Mutation(
+            "ring_wait_before_other_rings", "safe", ring_wait_before_other_rings, broken=False
+        ),
     ]
 }
 

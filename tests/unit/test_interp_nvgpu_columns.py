@@ -106,7 +106,7 @@ def test_staging_predicate_of_two_warps_is_refused_and_a_wrong_result(lowered: A
 def test_combine_of_three_warps_is_refused_and_a_wrong_result(lowered: Any) -> None:
     module, combine = mutant(lowered, nvgpu.FragmentColumnCombineOp)
     combine.partial_rows = IntegerAttr(3, i32)
-    refused(combine, r"expected \(256, \[.*\], 4\)")
+    refused(combine, r"expected \(256, \[.*\], 8\)")  # two consumers: 2 x 4 warps
     assert not survives(module)
 
 
