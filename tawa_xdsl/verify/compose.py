@@ -263,15 +263,22 @@ def _pattern(
     count = 1 + max((j for e in (*prod, *cons) for j in e.loops), default=0)
     ns = [z3.Int(f"N{j}") for j in range(count)]
     combos: list[tuple[Expr, tuple[_Event, ...]]] = []
-    k = 0
+    # One instance per event and role: the combinations are disjuncts of one Or, so they may
+    # share variables (a model needs one disjunct true); within one the four roles differ.
+    instances: dict[tuple[str, int], _Instance] = {}
+
+    def instance(role: str, ev: _Event) -> _Instance:
+        key = (role, id(ev))
+        if key not in instances:
+            instances[key] = _Instance(ev, ns, f"{role}{len(instances)}", looped)
+        return instances[key]
+
     for e in (x for x in cons if x.kind == "release"):
         for f in (x for x in cons if x.kind == "fullwait"):
             for a in (x for x in prod if x.kind == "emptywait" and x.ring == e.ring):
                 for b in (x for x in prod if x.kind == "put" and x.ring == f.ring):
-                    k += 1
                     ie, if_, ia, ib = (
-                        _Instance(ev, ns, f"{tag}{k}", looped)
-                        for ev, tag in ((e, "e"), (f, "f"), (a, "a"), (b, "b"))
+                        instance(role, ev) for ev, role in ((e, "e"), (f, "f"), (a, "a"), (b, "b"))
                     )
                     depth = rings[e.ring].depth
                     combos.append(
