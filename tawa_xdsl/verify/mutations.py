@@ -1589,6 +1589,42 @@ def second_loop_sync_renumbered(m: ModuleOp) -> None:
     _renumber(_second_loop_sync(m), next(i for i in range(6, 16) if i not in used))
 
 
+def _free_id(m: ModuleOp) -> int:
+    """A named-barrier id no op of `m` uses."""
+    used = {op.barrier_id.value.data for op in m.walk() if isinstance(op, NAMED)}
+    return next(i for i in range(6, 16) if i not in used)
+
+
+def _in_consumer(m: ModuleOp, ops: list[Operation], before: Operation, first: bool) -> None:
+    """Put `ops` before `before`, under `scf.if (wg == the first consumer warpgroup)` (or
+    `!=` when not `first`)."""
+    is_first = _first_consumer(m, before)
+    if not first:
+        cmp = is_first.owner
+        assert isinstance(cmp, arith.CmpiOp)
+        is_first = _insert([arith.CmpiOp(cmp.lhs, cmp.rhs, "ne")], before)
+    guard = scf.IfOp(is_first, [], [*ops, scf.YieldOp()])
+    Rewriter.insert_op(guard, InsertPoint.before(before))
+
+
+def lagged_turn_given_twice(m: ModuleOp) -> None:
+    """Under the lag guard of a release lagged by L (iterations k >= L only) the first
+    consumer warpgroup hands a turn on a fresh barrier twice in a row, and the second takes
+    it twice after its release: the second hand-off can land in the phase the first opened,
+    which it completes alone, and the second warpgroup then waits for a hand-off that never
+    comes. As many arrivals in each warpgroup; wrong only in iterations L and later."""
+    sync = _slot_read_sync(m)
+    ident, threads = _free_id(m), sync.threads.value.data
+    after = sync.next_op
+    assert after is not None
+    arrives = [nvgpu.NamedBarrierArriveOp(ident, threads) for _ in range(2)]
+    _in_consumer(m, arrives, after, first=True)
+    end = sync.parent_block().last_op  # type: ignore[union-attr]
+    assert end is not None
+    syncs = [nvgpu.NamedBarrierSyncOp(ident, threads) for _ in range(2)]
+    _in_consumer(m, syncs, end, first=False)
+
+
 NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -1712,6 +1748,7 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
             unseen=LOCKSTEP,
         ),
         Mutation("second_loop_sync_renumbered", "safe", second_loop_sync_renumbered, broken=False),
+        Mutation("lagged_turn_given_twice", "named barriers", lagged_turn_given_twice),
     ]
 }
 

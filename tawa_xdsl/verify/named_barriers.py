@@ -21,9 +21,9 @@ per warpgroup, and proves:
 * turns: the warpgroups' named-barrier programs, run together with the hardware's counting
   semantics (a phase completes when its threads have arrived; a `bar.sync` waits for the
   phase it arrived in), never deadlock, never arrive twice in one phase and leave nothing
-  arrived at exit, under every interleaving, for trip counts 0..`TRIPS` of each loop (the
-  same inner trip count in every tile) and either value of each uniform condition: a
-  bounded check of a program periodic in the trip;
+  arrived at exit, under every interleaving, for every trip count of every loop instance
+  (each tile's inner loop has its own) and either value of each uniform condition (every
+  trip count, below);
 * staging: a buffer a `tma_store` reads is written only when no store group of the
   warpgroup may still read it (a `tma_store_wait 0` in the storing thread, then a named
   barrier the writers take part in, since the last commit), and every warpgroup ends with
@@ -32,29 +32,56 @@ per warpgroup, and proves:
 * turns with the rings: no cycle of named-barrier turns and mbarrier waits (a consumer
   blocked on its turn while the other waits for a ring use that only the first one frees):
   every warpgroup's ring ops (read as `compose.py` reads them, on the per-ring proofs'
-  premise that use u of a ring is put / released exactly when its ops ran) and named-barrier
-  ops run together to a fixpoint, for 0..D + `TRIPS` iterations of each loop of the rings'
-  sequence of loops (D the deepest ring; a ring may use some of the loops, its uses count on
-  through those), one or two tiles and either value of each uniform condition (a ring op
+  premise that use u of a ring is put / released exactly when its ops ran, and that the
+  j-th loop of the rings' sequence, and the tile loop around it, run as often in every
+  group) and named-barrier ops run together, for every trip count of every loop instance
+  and tile count (a ring may use some of the loops of the sequence, its uses count on
+  through those and across tiles) and either value of each uniform condition (a ring op
   under a false one, around whole loops of ring ops, does not run). Waits and syncs are
-  enabled monotonically by what the others did, so one maximal run decides each case. This
-  part is a bounded check, not a proof for every N;
+  enabled monotonically by what the others did (the turns, proved alone, complete each
+  phase with one arrival of each participant, so a sync waits for the k-th arrivals), so
+  for each choice of trip counts any one maximal run decides;
 * slot reads: a ring slot every thread reads into registers (`fragment_load*`) is released
   by its one thread only after a `bar.sync` of every thread of the group, between the read
   and the release in program order (before a drain's loop for its releases; a drain with no
   ring op after it needs none: no use D later exists to refill the slot).
 
+Every trip count. The turns and the turns with the rings are searched with the trip count
+of every loop instance left open: a record per instance (a loop, and the counters of the
+loops around it) holds what the run has learnt of its n, exactly n or only n >= b, and a
+question the record does not answer (at a loop head: k = n? under `iv + step < ub`:
+k + 1 = n? `lb < ub`: n >= 1? a drain's release of use n - j: n >= j?) splits the run into
+one run per answer (n = b, ..., n = v, or n > v). Every warpgroup of an instance reads
+the one record, so the runs searched are exactly the runs of the programs for all trip
+counts at once. The search is finite by periodicity: the guards the model admits read a
+counter k only through k = 0, k >= L (a lag guard) and k against n, so once every
+warpgroup that will still run an instance is inside it at k >= H (H the largest L of the
+instance's guards, at least 1), lowering their counters, n and b by the same s = min k - H
+changes no answer of a guard or a head, now or later (a ring's use is a base plus k, and
+the base takes up s): the run from the lowered state is the run from the first. States are
+kept in that form (rings' uses and barriers' arrivals counted from the least outstanding,
+records nobody can reach again dropped), so a state recurs once every guard is settled,
+and a run for any n is a run for a small n plus repeats. What is left is bounded by the
+program points, the records of the instances the warpgroups are in and how far apart the
+warpgroups are inside one, which the barriers bound in a correct protocol; warpgroups more
+than H + 4 iterations apart (H + 4 + D with the rings) are refused in one line as outside
+the model. An iteration of an outer loop in which no warpgroup runs an op changes no
+warpgroup's run and is left out when no guard asks about that loop: the instances of an
+inner loop start at the least trip count E at which an op of the outer body can run (a
+tile whose K loop is empty or shorter than its lag guard), E at most 1 with the rings.
+
 Anything outside the model (a named barrier shared by two groups, under a condition other
 than the warpgroup index, a thread guard, the loop guards above or a uniform condition,
-in an else-branch, inside another region op, in a loop that is none of the rings' loops)
-is refused in one line.
+in an else-branch or inside another region op) is refused in one line.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
@@ -65,7 +92,6 @@ from tawa_xdsl.diagnostics import op_location
 from tawa_xdsl.dialects import aref, nvgpu, tile
 from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS
 from tawa_xdsl.verify.extract import (
-    Actor,
     ExtractionError,
     Group,
     RingProtocolModel,
@@ -77,7 +103,6 @@ from tawa_xdsl.verify.extract import (
     kernel_groups,
 )
 
-TRIPS = 3  # trip counts 0..TRIPS of every loop, for the turn simulation
 NAMED = (nvgpu.NamedBarrierSyncOp, nvgpu.NamedBarrierArriveOp)
 STORES = (nvgpu.TmaStoreOp, nvgpu.TmaStoreCommitOp, nvgpu.TmaStoreWaitOp)
 WRITES = (nvgpu.FragmentStoreOp, nvgpu.SmemStoreOp)
@@ -112,7 +137,8 @@ class Guarded:
     kind: str
     loop: scf.ForOp
     items: list
-    lag: int = 0
+    lag: int = 0  # lag: L; atleast (a drain's release): runs when n >= `lag`
+    op: scf.IfOp | None = None  # the `scf.if` it stands for (None: read from a ring step)
 
 
 @dataclass
@@ -309,7 +335,7 @@ class _Walker:
             return self.block(branches[0], loops, protocol.constant_of(cmp.rhs))
         guard = _loop_guard(op, loops)
         if guard is not None:
-            guard.items = self.block(branches[0], loops, thread)
+            guard.items, guard.op = self.block(branches[0], loops, thread), op
             return [guard]
         key = uniform_key(op.cond)
         if key is None:
@@ -469,72 +495,353 @@ class NamedBarrierViolation(Exception):
     """A named-barrier or staging protocol that can go wrong (the message says how)."""
 
 
+# -------------------------------------------------------------- runs for every trip count
+#
+# The search of the module docstring's "Every trip count": warpgroups compiled to flat
+# code, trip-count records, the normal form.
+
+SLACK = 4  # iterations warpgroups may drift apart beyond H (the docstring)
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One instruction of a warpgroup's code: `event` (its `event`), `enter` (push counter
+    0), `head` (leave the loop to `target` when k = n), `back` (k += 1, to `target`: the
+    head) or `guard` (to `target` unless `test` holds: nonempty | atleast (n >= `bound`)
+    of the sibling loop, notfirst | notlast | lag (k >= `bound`) of an enclosing loop,
+    uniform (`key`))."""
+
+    kind: str
+    loop: int = 0
+    target: int = 0
+    test: str = ""
+    bound: int = 0
+    key: tuple = ()
+    event: Any = None
+
+
+class Code:
+    """A warpgroup's program, compiled: its instructions, the loops around each pc, and each
+    loop's span (the pcs that refer to it) and the loops around it. A loop is named by its
+    class: loops of two groups with one trip count (the j-th loop of the rings' sequence in
+    each) share one, so that their instances share a record; by default its identity."""
+
+    def __init__(
+        self, name: str, items: list, anchors: dict | None = None, classes: dict | None = None
+    ):
+        self.name = name
+        self.classes: dict[int, int] = classes or {}
+        self.anchors = {self.loop(k): v for k, v in (anchors or {}).items()}  # base += n
+        self.instrs: list[Instr] = []
+        self.frames: list[tuple[int, ...]] = []
+        self.spans: dict[int, list[int]] = {}
+        self.parents: dict[int, tuple[int, ...]] = {}
+        self.enters: dict[int, int] = {}  # loop -> the pc of its `enter`
+        self.ops: dict[int, Operation] = {}
+        self.floors: dict[int, int] = {}  # loop -> the least trip count run (`_floors`)
+        self._emit(items, ())
+        self.frames.append(())
+
+    def loop(self, op_id: int) -> int:
+        """The class of the loop whose identity is `op_id`."""
+        return self.classes.get(op_id, op_id)
+
+    def _add(self, instr: Instr, frames: tuple[int, ...]) -> int:
+        self.instrs.append(instr)
+        self.frames.append(frames)
+        if instr.loop:
+            span = self.spans.setdefault(instr.loop, [len(self.instrs) - 1] * 2)
+            span[1] = len(self.instrs) - 1
+        return len(self.instrs) - 1
+
+    def _emit(self, items: list, frames: tuple[int, ...]) -> None:
+        for item in items:
+            if isinstance(item, Loop):
+                loop = self.loop(id(item.op))
+                self.ops[loop], self.parents[loop] = item.op, frames
+                self.enters[loop] = self._add(Instr("enter", loop), frames)
+                head = self._add(Instr("head", loop), (*frames, loop))
+                self._emit(item.items, (*frames, loop))
+                self._add(Instr("back", loop, head), (*frames, loop))
+                self.instrs[head] = replace(self.instrs[head], target=len(self.instrs))
+            elif isinstance(item, Uniform | Guarded):
+                at = len(self.instrs)
+                if isinstance(item, Uniform):
+                    self._add(Instr("guard", test="uniform", key=item.key), frames)
+                else:
+                    loop = self.loop(id(item.loop))
+                    self.ops.setdefault(loop, item.loop)
+                    self.parents.setdefault(loop, frames)
+                    self._add(Instr("guard", loop, test=item.kind, bound=item.lag), frames)
+                self._emit(item.items, frames)
+                self.instrs[at] = replace(self.instrs[at], target=len(self.instrs))
+            elif isinstance(item, RingEvent):
+                ring_event = replace(item, anchor=self.loop(item.anchor) if item.anchor else 0)
+                self._add(Instr("event", event=ring_event), frames)
+            else:
+                self._add(Instr("event", event=item), frames)
+
+    def relation(self, pc: int, counters: tuple, loop: int, key: tuple) -> str | int:
+        """Where a warpgroup at (`pc`, `counters`) stands to the instance (`loop`, `key`):
+        its counter k in it, `before` (it will enter it), `near` (only guards of it are
+        ahead) or `past`."""
+        outer = self.parents[loop]
+        for depth, around in enumerate(outer):
+            if self.frames[pc][depth : depth + 1] != (around,):
+                return "before" if pc < self.spans[around][0] else "past"
+            if counters[depth] != key[depth]:
+                return "before" if counters[depth] < key[depth] else "past"
+        if self.frames[pc][len(outer) : len(outer) + 1] == (loop,):
+            return counters[len(outer)]
+        if pc > self.spans[loop][1]:
+            return "past"
+        return "before" if pc <= self.enters.get(loop, -1) else "near"
+
+
+def _floors(codes: list[Code]) -> dict[int, int]:
+    """The least trip count worth running for a loop l nested in a loop T: an iteration of
+    T in which no warpgroup runs an op can be left out of a run without changing what any
+    warpgroup does, when no guard asks about T (its first or last iteration, whether it
+    runs). When every op of T's body in every code runs only if n >= E for l (inside l:
+    n >= 1; under l's lag guard L: n >= L + 1; `iv != lb` or `iv + step < ub`: n >= 2; a
+    drain's `n >= j`: j), the instances of l with n < E are such iterations, so runs with
+    n >= E cover every run. (A ring's uses count l's trips: there E is at most 1.)"""
+    out: dict[int, int] = {}
+    guarded = {i.loop for c in codes for i in c.instrs if i.kind == "guard"}
+    outer = {p for c in codes for parents in c.parents.values() for p in parents} - guarded
+    for around in outer:
+        inner = {loop for c in codes for loop, p in c.parents.items() if p[-1:] == (around,)}
+        for loop in inner:
+            needs = [
+                _needs(code, pc, loop)
+                for code in codes
+                for pc, instr in enumerate(code.instrs)
+                if instr.kind == "event" and around in code.frames[pc]
+            ]
+            floor = min(needs, default=0)
+            if any(code.anchors for code in codes):
+                floor = min(floor, 1)
+            if floor > 0:
+                out[loop] = floor
+    return out
+
+
+def _needs(code: Code, pc: int, loop: int) -> int:
+    """The least trip count of `loop` for which the event at `pc` of `code` can run."""
+    need = 1 if loop in code.frames[pc] else 0
+    for at, instr in enumerate(code.instrs):
+        if instr.kind != "guard" or instr.loop != loop or not at < pc < instr.target:
+            continue
+        bounds = {"lag": instr.bound + 1, "notfirst": 2, "notlast": 2, "atleast": instr.bound}
+        need = max(need, bounds.get(instr.test, 1))
+    return need
+
+
+def _prune(items: list, keep: Callable[[Any], bool]) -> list:
+    """`items` with only the events `keep` selects, and no block left empty."""
+    out = []
+    for item in items:
+        if isinstance(item, Loop | Guarded | Uniform):
+            inner = _prune(item.items, keep)
+            if inner:
+                out.append(replace(item, items=inner))
+        elif keep(item):
+            out.append(item)
+    return out
+
+
+Trips = dict  # (loop, counters of the loops around it) -> (n, n) known, or (None, b): n >= b
+
+
+def trip_cases(
+    trips: Trips, instance: tuple, test: str, value: int, floor: int = 0
+) -> list[tuple[bool, Trips]]:
+    """Every answer to `n == value` (test eq) or `n >= value` (ge) for the trip count n of
+    `instance` (n >= `floor`: `_floors`), with what each answer teaches the record."""
+    known, bound = trips.get(instance, (None, floor))
+    if known is not None:
+        return [(known == value if test == "eq" else known >= value, trips)]
+    top = value + 1 if test == "eq" else value
+    if top <= bound:
+        return [(test == "ge", trips)]
+    out = [
+        (n == value if test == "eq" else n >= value, {**trips, instance: (n, n)})
+        for n in range(bound, top)
+    ]
+    return [*out, (test == "ge", {**trips, instance: (None, top)})]
+
+
+def _settle(code: Code, at: tuple, trips: Trips, uniform: dict) -> list[tuple[tuple, Trips]]:
+    """Every way warpgroup `code` at `at` = (pc, counters, ring bases) runs its loop and
+    guard instructions up to its next event, back edge or its end, with what each way learnt
+    of the trips. Leaving a loop adds its trip count to the use base of each ring anchored
+    on it. (A back edge is a move of its own, so that a run through iterations without
+    events is a sequence of states, kept finite by the normal form.)"""
+    out, todo = [], [(at, trips)]
+    while todo:
+        (pc, counters, bases), trips = todo.pop()
+        instr = code.instrs[pc] if pc < len(code.instrs) else None
+        if instr is None or instr.kind in ("event", "back"):
+            out.append(((pc, counters, bases), trips))
+        elif instr.kind == "enter":
+            todo.append(((pc + 1, (*counters, 0), bases), trips))
+        elif instr.kind == "head":
+            instance, k = (instr.loop, counters[:-1]), counters[-1]
+            floor = code.floors.get(instr.loop, 0)
+            for done, learnt in trip_cases(trips, instance, "eq", k, floor):
+                if done:
+                    rings = code.anchors.get(instr.loop, ())
+                    after = tuple(b + k if r in rings else b for r, b in enumerate(bases))
+                    todo.append(((instr.target, counters[:-1], after), learnt))
+                else:
+                    todo.append(((pc + 1, counters, bases), learnt))
+        else:
+            for holds, learnt in _guard(code, instr, counters, trips, uniform):
+                todo.append(((pc + 1 if holds else instr.target, counters, bases), learnt))
+    return out
+
+
+def _advance(code: Code, at: tuple, trips: Trips, uniform: dict) -> list[tuple[tuple, Trips]]:
+    """`_settle` from the instruction after `at`: past its event, or round its back edge."""
+    pc, counters, bases = at
+    instr = code.instrs[pc]
+    if instr.kind == "back":
+        return _settle(
+            code, (instr.target, (*counters[:-1], counters[-1] + 1), bases), trips, uniform
+        )
+    return _settle(code, (pc + 1, counters, bases), trips, uniform)
+
+
+def _guard(code: Code, instr: Instr, counters: tuple, trips: Trips, uniform: dict) -> list:
+    if instr.test == "uniform":
+        return [(bool(uniform[instr.key]), trips)]
+    depth = len(code.parents[instr.loop])
+    instance = (instr.loop, counters[:depth])
+    floor = code.floors.get(instr.loop, 0)
+    if instr.test == "nonempty":
+        return trip_cases(trips, instance, "ge", 1, floor)
+    if instr.test == "atleast":
+        return trip_cases(trips, instance, "ge", instr.bound, floor)
+    k = counters[depth]
+    if instr.test == "notfirst":
+        return [(k != 0, trips)]
+    if instr.test == "lag":
+        return [(k >= instr.bound, trips)]
+    cases = trip_cases(trips, instance, "eq", k + 1, floor)
+    return [(not last, learnt) for last, learnt in cases]
+
+
+def _normal_form(
+    codes: list[Code], at: list[tuple], trips: Trips, slack: int = SLACK
+) -> tuple[list[tuple], Trips]:
+    """The normal form of a state (the comment above): records nobody can reach again are
+    dropped, and each instance that every warpgroup still to run it is inside at k >= H is
+    shifted down to H, outer loops first (a shift renames the instances inside)."""
+    at = list(at)
+    depth = 0
+    while any(len(key) >= depth for _, key in trips):
+        for instance in sorted(i for i in trips if len(i[1]) == depth):
+            trips = _normal_instance(codes, at, trips, instance, slack)
+        depth += 1
+    return at, trips
+
+
+def _normal_instance(
+    codes: list[Code], at: list[tuple], trips: Trips, instance: tuple, slack: int
+) -> Trips:
+    """`trips` with `instance` dropped or shifted (`_normal_form`; `at` is shifted in place).
+    Warpgroups more than H + `slack` iterations apart in it are refused."""
+    loop, key = instance
+    where = [
+        (w, code.relation(pc, counters, loop, key))
+        for w, (code, (pc, counters, _)) in enumerate(zip(codes, at, strict=True))
+        if loop in code.parents
+    ]
+    if all(r == "past" for _, r in where):
+        return {i: v for i, v in trips.items() if i != instance}
+    inside = [r for _, r in where if isinstance(r, int)]
+    if not inside:
+        return trips
+    horizon = max(1, *(_bound(code, loop) for code in codes))
+    entering = any(r == "before" and loop in codes[w].enters for w, r in where)
+    low = 0 if entering else min(inside)
+    if max(inside) - low > horizon + slack:
+        code = next(c for c in codes if loop in c.ops)
+        raise fail(code.ops[loop], f"warpgroups drift more than {horizon + slack} "
+                   "iterations apart in this loop (not periodic: not modelled)")  # fmt: skip
+    shift = low - horizon
+    if shift <= 0:
+        return trips
+    for w, r in where:
+        if isinstance(r, int):  # uses = base + k: the base takes what k gives up
+            pc, counters, bases = at[w]
+            rings = codes[w].anchors.get(loop, ())
+            bases = tuple(b + shift if n in rings else b for n, b in enumerate(bases))
+            at[w] = (pc, _replaced(counters, len(key), r - shift), bases)
+    parents = {loop: p for code in codes for loop, p in code.parents.items()}
+    return _shifted(trips, instance, shift, parents)
+
+
+def _bound(code: Code, loop: int) -> int:
+    """The largest L of the guards `k >= L` / `n >= L` on `loop` in `code`."""
+    return max((i.bound for i in code.instrs if i.loop == loop and i.kind == "guard"), default=0)
+
+
+def _shifted(trips: Trips, instance: tuple, shift: int, parents: dict) -> Trips:
+    """`trips` with `instance`'s n (or b) and the keys of the instances inside it shifted."""
+    loop, key = instance
+    depth = len(key)
+    out: Trips = {}
+    for (other, okey), (known, bound) in trips.items():
+        if (other, okey) == instance:
+            out[instance] = (None if known is None else known - shift, max(0, bound - shift))
+        elif okey[:depth] == key and parents[other][depth : depth + 1] == (loop,):
+            out[(other, _replaced(okey, depth, okey[depth] - shift))] = (known, bound)
+        else:
+            out[(other, okey)] = (known, bound)
+    return out
+
+
 # -------------------------------------------------------------------------------- turns
 
 
-def _flatten(items: list, trip: dict[int, int], iteration: dict[int, int]) -> list[Event]:
-    """The named-barrier events of `items` for one choice of trip count per loop."""
-    out: list[Event] = []
-    for item in items:
-        if isinstance(item, Event):
-            if item.kind in ("sync", "arrive"):
-                out.append(item)
-        elif isinstance(item, Loop):
-            for k in range(trip[id(item.op)]):
-                out += _flatten(item.items, trip, {**iteration, id(item.op): k})
-        elif isinstance(item, Uniform):
-            if trip[item.key]:
-                out += _flatten(item.items, trip, iteration)
-        elif item.kind == "nonempty":
-            if trip[id(item.loop)] > 0:
-                out += _flatten(item.items, trip, iteration)
-        elif _runs(item, iteration[id(item.loop)], trip[id(item.loop)]):
-            out += _flatten(item.items, trip, iteration)
-    return out
-
-
-def _runs(guard: Guarded, iteration: int, trips: int) -> bool:
-    """Whether a `notfirst` / `notlast` / `lag` guard holds in `iteration` of `trips`."""
-    if guard.kind == "lag":
-        return iteration >= guard.lag
-    return iteration != 0 if guard.kind == "notfirst" else iteration != trips - 1
-
-
-def _choices(items: list) -> dict:
-    """What the turn simulation enumerates: each loop's trip count 0..TRIPS (by the loop's
-    id), each uniform condition false or true (by its key)."""
-    out: dict = {}
-    for item in items:
-        if isinstance(item, Loop):
-            out[id(item.op)] = range(TRIPS + 1)
-        elif isinstance(item, Uniform):
-            out[item.key] = range(2)
-        if not isinstance(item, Event):
-            out.update(_choices(item.items))
-    return out
-
-
 def check_turns(progs: list[Program]) -> None:
-    """The turn simulation (module docstring) for every trip count 0..TRIPS of each loop
-    and either value of each uniform condition."""
-    named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
-    if len(named) < 2:
-        return
-    choices: dict = {}
-    for prog in named:
-        choices.update(_choices(prog.items))
-    for choice in itertools.product(*choices.values()):
-        trip = dict(zip(choices, choice, strict=True))
-        runs = [_flatten(p.items, trip, {}) for p in named]
-        problem = _explore(runs, [p.name for p in named])
-        if problem:
-            shown = ", ".join(
-                f"N={n}" if isinstance(k, int) else f"if={bool(n)}"
-                for k, n in zip(choices, choice, strict=True)
-            )
-            raise NamedBarrierViolation(
-                f"{_first_named(named)}: named barriers, trip counts {shown}: {problem}"
-            )
+    """The turns (module docstring): the named-barrier codes of each group's warpgroups,
+    every interleaving, every trip count of every loop instance, either value of each
+    uniform condition."""
+    for group in dict.fromkeys(p.group for p in progs):
+        mine = [p for p in progs if p.group == group]
+        shared = _shared_ids(mine)
+        codes = [Code(p.name, _prune(p.items, lambda e, s=shared: _turn_event(e, s))) for p in mine]
+        codes = [c for c in codes if c.instrs]
+        if len(codes) < 2:
+            continue
+        floors = _floors(codes)
+        for code in codes:
+            code.floors = floors
+        keys = list(dict.fromkeys(i.key for c in codes for i in c.instrs if i.test == "uniform"))
+        for values in itertools.product((False, True), repeat=len(keys)):
+            problem = _explore(codes, dict(zip(keys, values, strict=True)))
+            if problem:
+                conds = "".join(f", condition {'true' if v else 'false'}" for v in values)
+                raise NamedBarrierViolation(
+                    f"{_first_named(mine)}: named barriers{conds}: {problem}"
+                )
+
+
+def _shared_ids(progs: list[Program]) -> set[int]:
+    """The named barriers more than one warpgroup takes part in (one warpgroup's own
+    barrier completes at each arrival: it never blocks nor takes an arrival twice)."""
+    users: dict[int, set[str]] = {}
+    for prog in progs:
+        for ev in _events(prog.items):
+            if ev.kind in ("sync", "arrive"):
+                users.setdefault(ev.ident, set()).add(prog.name)
+    return {ident for ident, names in users.items() if len(names) > 1}
+
+
+def _turn_event(item: Any, shared: set[int]) -> bool:
+    return isinstance(item, Event) and item.kind in ("sync", "arrive") and item.ident in shared
 
 
 def _first_named(progs: list[Program]) -> str:
@@ -543,72 +850,101 @@ def _first_named(progs: list[Program]) -> str:
     return _loc(ops[0])
 
 
-def _explore(runs: list[list[Event]], names: list[str]) -> str:
-    """Search every interleaving of the warpgroups' named-barrier events for a deadlock, an
-    arrival twice in one phase or arrivals left at exit ("" when there is none)."""
-    start = (tuple(0 for _ in runs), (), tuple(0 for _ in runs))  # waiting: the barrier id
-    seen, todo = {start}, [start]
+TurnState = tuple  # (pc and counters per warpgroup, trips, open phases, waiting barrier)
+
+
+def _explore(codes: list[Code], uniform: dict) -> str:
+    """Search every interleaving of the warpgroups' named-barrier events, for every trip
+    count, for a deadlock, an arrival twice in one phase or arrivals left at exit ("" when
+    there is none)."""
+    starts: list[tuple[list[tuple], Trips]] = [([], {})]
+    for code in codes:
+        starts = [
+            ([*at, mine], learnt)
+            for at, trips in starts
+            for mine, learnt in _settle(code, (0, (), ()), trips, uniform)
+        ]
+    todo = [_turn_state(codes, at, trips, (), (0,) * len(codes)) for at, trips in starts]
+    seen = set(todo)
     while todo:
-        pos, phases, waiting = todo.pop()
-        bars = dict(phases)  # id -> tuple of the warpgroups arrived in the open phase
-        moved = False
-        for w, run in enumerate(runs):
-            if waiting[w]:
-                continue
-            if pos[w] == len(run):
-                continue
-            ev = run[pos[w]]
-            arrived = bars.get(ev.ident, ())
-            if w in arrived:
-                return (
-                    f"{names[w]} arrives twice in one phase of barrier {ev.ident} at "
-                    f"{_loc(ev.op)} (a turn is taken before it was given)"
-                )
-            arrived = (*arrived, w)
-            new_bars, new_wait = dict(bars), list(waiting)
-            new_pos = list(pos)
-            new_pos[w] += 1
-            if len(arrived) * WARPGROUP_THREADS == ev.threads:
-                new_bars.pop(ev.ident, None)
-                for other in arrived:  # the phase completes: its syncs go on
-                    if new_wait[other] == ev.ident:
-                        new_wait[other] = 0
-            else:
-                new_bars[ev.ident] = arrived
-                new_wait[w] = ev.ident if ev.kind == "sync" else 0
-            state = (tuple(new_pos), tuple(sorted(new_bars.items())), tuple(new_wait))
-            moved = True
-            if state not in seen:
-                seen.add(state)
-                todo.append(state)
-        if not moved:
-            if phases:
-                ident, arrived = phases[0]
-                who = ", ".join(names[w] for w in arrived)
-                blocked = [names[w] for w, run in enumerate(runs) if waiting[w]]
-                if blocked:
-                    return (
-                        f"deadlock: {', '.join(blocked)} wait at named barriers that the others "
-                        f"never complete (barrier {ident}: only {who} arrived)"
-                    )
-                return f"barrier {ident} left with arrivals of {who} at exit"
+        state = todo.pop()
+        moves, problem = _turn_moves(codes, state, uniform)
+        if problem:
+            return problem
+        for new in moves:
+            if new not in seen:
+                seen.add(new)
+                todo.append(new)
     return ""
+
+
+def _turn_state(codes, at, trips, phases, waiting) -> TurnState:
+    at, trips = _normal_form(codes, at, dict(trips))
+    return (tuple(at), tuple(sorted(trips.items())), phases, waiting)
+
+
+def _turn_moves(codes: list[Code], state: TurnState, uniform: dict) -> tuple[list, str]:
+    """The states one event of one warpgroup leads to, or the problem it shows."""
+    at, trips, phases, waiting = state
+    bars = dict(phases)  # id -> the warpgroups arrived in its open phase
+    moves = []
+    for w, code in enumerate(codes):
+        pc, counters, _ = at[w]
+        if waiting[w] or pc == len(code.instrs):
+            continue
+        if code.instrs[pc].kind == "back":
+            for mine, learnt in _advance(code, at[w], dict(trips), uniform):
+                after = [*at[:w], mine, *at[w + 1 :]]
+                moves.append(_turn_state(codes, after, learnt, phases, waiting))
+            continue
+        ev = code.instrs[pc].event
+        arrived = bars.get(ev.ident, ())
+        if w in arrived:
+            return [], (
+                f"{code.name} arrives twice in one phase of barrier {ev.ident} at "
+                f"{_loc(ev.op)} (a turn is taken before it was given)"
+            )
+        arrived = (*arrived, w)
+        new_bars, new_wait = dict(bars), list(waiting)
+        if len(arrived) * WARPGROUP_THREADS == ev.threads:
+            new_bars.pop(ev.ident, None)
+            for other in arrived:  # the phase completes: its syncs go on
+                if new_wait[other] == ev.ident:
+                    new_wait[other] = 0
+        else:
+            new_bars[ev.ident] = arrived
+            new_wait[w] = ev.ident if ev.kind == "sync" else 0
+        phases_after = tuple(sorted(new_bars.items()))
+        for mine, learnt in _advance(code, at[w], dict(trips), uniform):
+            after = [*at[:w], mine, *at[w + 1 :]]
+            moves.append(_turn_state(codes, after, learnt, phases_after, tuple(new_wait)))
+    if moves or not phases:
+        return moves, ""
+    ident, arrived = phases[0]
+    who = ", ".join(codes[w].name for w in arrived)
+    blocked = [codes[w].name for w in range(len(codes)) if waiting[w]]
+    if blocked:
+        return [], (
+            f"deadlock: {', '.join(blocked)} wait at named barriers that the others never "
+            f"complete (barrier {ident}: only {who} arrived)"
+        )
+    return [], f"barrier {ident} left with arrivals of {who} at exit"
 
 
 # ------------------------------------------------------------------ turns and the rings
 
 
 @dataclass(frozen=True)
-class Instance:
-    """One op instance of a warpgroup's tile program, in program order by `key`."""
+class RingEvent:
+    """A ring op of a warpgroup's code: emptywait | put | fullwait | release on ring `ring`,
+    for use base + k + `offset` (k the counter of `anchor`, 0 for none; a release only
+    counts)."""
 
-    key: tuple  # (tile, phase, iteration, pos): phase 0 before the inner loop, 1 in it, 2 after
-    kind: str  # emptywait | put | fullwait | release | sync | arrive
-    ring: int = -1
-    use: int = 0  # the ring use (counted across tiles)
-    ident: int = 0  # named barrier id
-    op: Operation | None = None
-    text: str = ""
+    kind: str
+    ring: int
+    anchor: int
+    offset: int
+    text: str
 
 
 def _ring_kind(step: Step, role: str) -> str | None:
@@ -621,147 +957,178 @@ def _ring_kind(step: Step, role: str) -> str | None:
     return "release" if step.kind == "arrive" else None
 
 
-def _ring_instances(
-    rings: list[RingProtocolModel],
-    group: int,
-    looped: list[bool],
-    shape: tuple,
-    starts: list[int],
-    dropped: set[int],
-) -> list[Instance]:
-    """The ring op instances of one warpgroup of `group` (`compose.py`'s reading of a step:
-    the peeled prologue acts on the first use of its loop, a lagged step on k - lag, a
-    lookahead step on k + 1, the drain on the last `lag` uses of its loop; uses count on
-    through the loops of the sequence it uses and across tiles). `shape`: (tiles, the trip
-    count of each loop of the group's sequence, the loops' identities); `starts`: their
-    positions; `dropped`: those of the ring ops under a false uniform condition."""
-    tiles, trips, loops = shape
-    actors = [
-        (r, a)
+Leaf = tuple  # (program position, chain of (identity, container template), event)
+
+
+def _named_leaves(items: list, order: dict[int, int], chain: tuple = ()) -> list[Leaf]:
+    """The events of a named-barrier program with the containers around each."""
+    out: list[Leaf] = []
+    for item in items:
+        if isinstance(item, Event):
+            out.append((order[id(item.op)], chain, item))
+            continue
+        op = item.op if isinstance(item, Loop | Uniform) else item.op or item
+        out += _named_leaves(item.items, order, (*chain, (id(op), replace(item, items=[]))))
+    return out
+
+
+def _templates(items: list) -> dict[int, Any]:
+    """The containers of a named-barrier program, by the op each stands for."""
+    out: dict[int, Any] = {}
+    for item in items:
+        if isinstance(item, Event):
+            continue
+        op = item.op if isinstance(item, Loop | Uniform) else item.op
+        if op is not None:
+            out[id(op)] = replace(item, items=[])
+        out.update(_templates(item.items))
+    return out
+
+
+def _chain(op: Operation, body: Block, templates: dict[int, Any]) -> tuple:
+    """The containers around ring op `op` of a group: its loops (not the drains, which
+    `_ring_leaves` reads as guards), the named program's guards and the uniform conditions
+    around whole loops (the thread guard, the lookahead, the peeled stage and the lag guard
+    hold no loop: the ring step says what they do)."""
+    chain = []
+    for parent in reversed(_ancestors(op)):
+        if parent.parent_block() is None or not body.is_ancestor(parent):
+            continue
+        if id(parent) in templates:
+            chain.append((id(parent), templates[id(parent)]))
+        elif isinstance(parent, scf.ForOp) and aref.DRAIN_ATTR not in parent.attributes:
+            chain.append((id(parent), Loop(parent, [])))
+        elif isinstance(parent, scf.IfOp) and not is_thread_guard(parent.cond):
+            if not any(isinstance(o, scf.ForOp) for o in parent.walk()):
+                continue
+            key = uniform_key(parent.cond)
+            if key is None:
+                raise fail(parent, "ring ops under a condition the named-barrier model does "
+                           "not cover")  # fmt: skip
+            chain.append((id(parent), Uniform(parent, key, [])))
+    return tuple(chain)
+
+
+def _ring_leaves(
+    rings: list[RingProtocolModel], looped: list[bool], group: Group, templates: dict
+) -> tuple[list[Leaf], dict[int, tuple[int, ...]]]:
+    """The ring ops of a warpgroup of `group` (`compose.py`'s reading of a step: the peeled
+    prologue acts on its loop's first use, a lagged step on k - lag, a lookahead step on
+    k + 1, the drain releases the last min(n, lag) uses of its loop; uses count on through
+    the loops of the ring's sequence and across tiles), and the loops each ring's use base
+    grows by at their exit."""
+    flat = list(group.body.walk())
+    by_id = {id(op): op for op in flat}
+    out: list[Leaf] = []
+    anchors: dict[int, tuple[int, ...]] = {}
+
+    def leaf(st: Step, r: int, role: str, extra: tuple, anchor: int | None, offset: int) -> None:
+        kind = _ring_kind(st, role)
+        if kind is None:
+            return
+        chain = _chain(flat[st.pos], group.body, templates)
+        if anchor is None:  # a ring used once per tile: its use is the tile's counter
+            loops = [c for _, c in chain if isinstance(c, Loop)]
+            anchor = id(loops[-1].op) if loops else 0
+        if anchor and r not in anchors.get(anchor, ()):
+            anchors[anchor] = (*anchors.get(anchor, ()), r)
+        chain += tuple((id(g), g) for g in extra)
+        out.append((st.pos, chain, RingEvent(kind, r, anchor, offset, f"{st.text} @ {st.loc}")))
+
+    for r, ring in enumerate(rings):
+        for actor in (ring.producer, *ring.consumers):
+            if actor.group != group.index:
+                continue
+            if not looped[r]:
+                for st in actor.steps:
+                    leaf(st, r, actor.role, (), None, 0)
+                continue
+            for seg in actor.segments:
+                loop = by_id[seg.loop]
+                assert isinstance(loop, scf.ForOp)
+                first = (Guarded("nonempty", loop, []),)
+                for st in seg.prologue:
+                    leaf(st, r, actor.role, first, 0, 0)
+                for st in seg.steps:
+                    guard = Guarded("lag", loop, [], st.lag) if st.lag else None
+                    guard = Guarded("notlast", loop, []) if st.ahead else guard
+                    offset = 1 if st.ahead else -st.lag
+                    leaf(st, r, actor.role, (guard,) if guard else (), seg.loop, offset)
+                if actor.drain:
+                    release = next(st for st in seg.steps if st.kind == "arrive")
+                    at = replace(release, pos=seg.drain_pos)
+                    for n in range(1, actor.lag + 1):
+                        leaf(at, r, actor.role, (Guarded("atleast", loop, [], n),), 0, 0)
+    return out, anchors
+
+
+def _tree(leaves: list[Leaf]) -> list:
+    """Program items from leaves in program order: consecutive leaves in one container
+    share it."""
+    out: list = []
+    index = 0
+    while index < len(leaves):
+        pos, chain, event = leaves[index]
+        if not chain:
+            out.append(event)
+            index += 1
+            continue
+        end = index
+        while end < len(leaves) and leaves[end][1][:1] and leaves[end][1][0][0] == chain[0][0]:
+            end += 1
+        inner = [(p, c[1:], e) for p, c, e in leaves[index:end]]
+        out.append(replace(chain[0][1], items=_tree(inner)))
+        index = end
+    return out
+
+
+def _loop_classes(rings, looped: list[bool], group: Group) -> dict[int, int]:
+    """The j-th loop of the rings' sequence in `group`, and the d-th loop around the
+    sequence (the tile loop), as the same class in every group: the rings' per-ring proofs
+    run them with one trip count (the premise `compose.py` reads them on)."""
+    by_id = {id(op): op for op in group.body.walk()}
+    order = {id(op): n for n, op in enumerate(group.body.walk())}
+    loops = {
+        seg.loop
         for r, ring in enumerate(rings)
-        for a in (ring.producer, *ring.consumers)
-        if a.group == group
-    ]
-    out = []
-    for (r, actor), t in itertools.product(actors, range(tiles)):
-        mine = [trips[loops.index(seg.loop)] for seg in actor.segments] if looped[r] else []
-        base = t * (sum(mine) if looped[r] else 1)
-        steps = _tile_steps(actor, mine, starts) if looped[r] else _tile_ops(actor, starts)
-        for key, step, use in steps:
-            kind = _ring_kind(step, actor.role)
-            if kind and step.pos not in dropped:
-                text = f"{step.text} @ {step.loc}"
-                out.append(Instance((t, *key), kind, r, base + use, text=text))
+        for actor in (ring.producer, *ring.consumers)
+        if actor.group == group.index and looped[r]
+        for seg in actor.segments
+        if seg.loop in by_id
+    }
+    out = {loop: -1 - j for j, loop in enumerate(sorted(loops, key=lambda x: order[x]))}
+    for loop in loops:
+        around = [p for p in _ancestors(by_id[loop]) if isinstance(p, scf.ForOp)]
+        for depth, outer in enumerate(reversed([p for p in around if id(p) in order])):
+            out[id(outer)] = -1000 - depth
     return out
 
 
-def _tile_ops(actor: Actor, starts: list[int]) -> list[tuple]:
-    """(key without the tile, step, use) of a ring used once per tile, outside the loops."""
-    return [((_phase(st.pos, starts), st.pos, 0), st, 0) for st in actor.steps]
-
-
-def _phase(pos: int, starts: list[int]) -> int:
-    """2j: an op at `pos` outside the loops, after j loops of the sequence."""
-    return 2 * sum(start < pos for start in starts)
-
-
-def _tile_steps(actor: Actor, trips: list[int], starts: list[int]) -> list[tuple]:
-    """(key without the tile, step, use in the tile) of one tile of `actor`, `trips` the trip
-    count of each loop it uses: loop j of the group's sequence in phase 2j + 1 (keyed by
-    iteration, then position), its peeled use before it and its drain after it (keyed by
-    position, then use)."""
+def _puts_per_use(rings: list[RingProtocolModel], looped: list[bool]) -> list[int]:
+    """How many put ops complete each use of each ring (the same in each loop of its
+    sequence and in a peeled prologue, or refused)."""
     out = []
-    before = 0
-    for seg, n in zip(actor.segments, trips, strict=True):
-        j = _phase(seg.steps[0].pos, starts) // 2 - 1  # the loop holding its steps
-        out += [((2 * j, st.pos, 0), st, before) for st in seg.prologue if n >= 1]
-        for step in seg.steps:
-            for k in range(n):
-                use = k + 1 if step.ahead else k - step.lag
-                if 0 <= use < n:
-                    out.append(((2 * j + 1, k, step.pos), step, before + use))
-        if actor.drain:
-            release = next(st for st in seg.steps if st.kind == "arrive")
-            for use in range(max(0, n - actor.lag), n):
-                out.append(((2 * j + 2, seg.drain_pos, use), release, before + use))
-        before += n
-    return out
-
-
-def _named_instances(
-    prog: Program, loops: list[scf.ForOp], order: dict[int, int], shape: tuple
-) -> list[Instance]:
-    """The named-barrier instances of `prog`, keyed like the ring instances, for `shape`:
-    (tiles, the trip count of each loop of the rings' sequence `loops`, the value of each
-    uniform condition)."""
-    tiles, trips, taken = shape
-    index = {id(loop): j for j, loop in enumerate(loops)}
-    spans = [(order[id(loop)], max(order[id(o)] for o in loop.walk())) for loop in loops]
-    out: list[Instance] = []
-
-    def visit(items: list, conds: tuple, seg: int | None) -> None:
-        for item in items:
-            if isinstance(item, Event):
-                if item.kind in ("sync", "arrive"):
-                    place(item, conds, seg)
-            elif isinstance(item, Loop):
-                if id(item.op) in index:
-                    visit(item.items, conds, index[id(item.op)])
-                elif any(item.op.is_ancestor(loop) for loop in loops):
-                    visit(item.items, conds, seg)  # the tile loop
-                else:
-                    raise fail(
-                        item.op, "named barrier in a loop other than the rings' (not modelled)"
-                    )
-            elif isinstance(item, Uniform):
-                visit(item.items, (*conds, item), seg)
-            else:
-                if not any(item.loop.is_ancestor(loop) for loop in loops):
-                    raise fail(
-                        item.loop, "named barrier guarded by a loop other than the rings' "
-                        "(not modelled)",
-                    )  # fmt: skip
-                visit(item.items, (*conds, item), seg)
-
-    def holds(conds: tuple, t: int, k: int) -> bool:
-        """Whether every guard holds in tile `t`, iteration `k` of its loop."""
-        for guard in conds:
-            if isinstance(guard, Uniform):
-                ok = bool(taken[guard.key])
-            elif id(guard.loop) in index:
-                n = trips[index[id(guard.loop)]]
-                ok = n > 0 if guard.kind == "nonempty" else _runs(guard, k, n)
-            else:  # the tile loop
-                ok = tiles > 0 if guard.kind == "nonempty" else _runs(guard, t, tiles)
-            if not ok:
-                return False
-        return True
-
-    def place(ev: Event, conds: tuple, seg: int | None) -> None:
-        pos = order[id(ev.op)]
-        for t in range(tiles):
-            if seg is not None:
-                for k in range(trips[seg]):
-                    if holds(conds, t, k):
-                        key = (t, 2 * seg + 1, k, pos)
-                        out.append(Instance(key, ev.kind, ident=ev.ident, op=ev.op))
-            elif holds(conds, t, 0):
-                if any(lo < pos <= hi for lo, hi in spans):
-                    raise fail(ev.op, "named barrier in the rings' loop under another op")
-                key = (t, _phase(pos, [lo for lo, _ in spans]), pos, 0)
-                out.append(Instance(key, ev.kind, ident=ev.ident, op=ev.op))
-
-    visit(prog.items, (), None)
+    for r, ring in enumerate(rings):
+        actor = ring.producer
+        blocks = [seg.steps for seg in actor.segments] if looped[r] else [actor.steps]
+        blocks += [seg.prologue for seg in actor.segments if seg.prologue and looped[r]]
+        counts = {sum(_ring_kind(st, "producer") == "put" for st in b) for b in blocks}
+        if len(counts) != 1:
+            raise ExtractionError(
+                f"{ring.loc}: ring {ring.name}: its producer puts a use with a different "
+                "number of ops in different loops (not modelled)"
+            )
+        out.append(counts.pop())
     return out
 
 
 def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
     """No deadlock of the turns together with the rings (module docstring): every
-    warpgroup's ring and named-barrier instances, for `tiles` x the trip count of each loop
-    of the rings' sequence, run to a fixpoint. Ring waits and named-barrier syncs are
+    warpgroup's ring and named-barrier ops, for every trip count of every loop instance
+    and either value of each uniform condition. Ring waits and named-barrier syncs are
     enabled monotonically by what the others did (a use put, a use released by every
-    consumer warpgroup, the k-th arrivals of every participant), so one maximal run
-    decides: someone left unfinished is a deadlock."""
+    consumer warpgroup, the k-th arrivals of every participant), so for each choice of the
+    trip counts one maximal run decides: someone left unfinished is a deadlock."""
     named = [p for p in progs if any(e.kind in ("sync", "arrive") for e in _events(p.items))]
     if len(named) < 2:
         return
@@ -773,152 +1140,191 @@ def check_ring_turns(module: ModuleOp, progs: list[Program]) -> None:
         inner_depth > 0 and max(a.loop_depth for a in (r.producer, *r.consumers)) == inner_depth
         for r in rings
     ]
-    found = find_rings(module)
-    groups = kernel_groups(module, [r.full for r in found])
-    persistent = any(a.loop_depth > 1 for r in rings for a in (r.producer, *r.consumers))
-    deepest = max(r.depth for r in rings)
-    flats = [list(g.body.walk()) for g in groups]
-    orders = [{id(op): n for n, op in enumerate(flat)} for flat in flats]
-    sequences = [_sequence(rings, looped, g, flat) for g, flat in enumerate(flats)]
-    count = max((len(seq) for seq in sequences), default=0)
-    under = [_ring_conditions(flat, found) for flat in flats]
-    choices: dict = {key: range(2) for conds in under for keys in conds.values() for key in keys}
+    if any(d != 0 for r in rings for d in r.trip_delta.values()):
+        raise ExtractionError(
+            f"{rings[0].loc}: a consumer's trip count differs from the producer's (the "
+            "named-barrier model runs the groups' loops with one trip count)"
+        )
+    groups = kernel_groups(module, [r.full for r in find_rings(module)])
+    classes = [_loop_classes(rings, looped, group) for group in groups]
+    shared = _shared_ids(progs)
+    codes = []
     for prog in progs:
-        choices.update({k: v for k, v in _choices(prog.items).items() if not isinstance(k, int)})
-    for taken in itertools.product(*choices.values()):
-        values = dict(zip(choices, taken, strict=True))
-        for tiles in (1, 2) if persistent else (1,):
-            for trips in itertools.product(range(deepest + TRIPS + 1), repeat=count):
-                runs = []
-                for prog in progs:
-                    loops, order = sequences[prog.group], orders[prog.group]
-                    starts = [order[id(loop)] for loop in loops]
-                    dropped = {
-                        pos
-                        for pos, keys in under[prog.group].items()
-                        if not all(values[k] for k in keys)
-                    }
-                    shape = (tiles, trips, [id(loop) for loop in loops])
-                    mine = _ring_instances(rings, prog.group, looped, shape, starts, dropped)
-                    mine += _named_instances(prog, loops, order, (tiles, trips, values))
-                    runs.append(sorted(mine, key=lambda x: x.key))
-                problem = _run(
-                    runs,
-                    [p.name for p in progs],
-                    rings,
-                    [g.role for g in (groups[p.group] for p in progs)],
-                )
-                if problem:
-                    conds = "".join(f", condition {'true' if v else 'false'}" for v in taken)
-                    uses = " + ".join(str(n) for n in trips) or "0"
-                    raise NamedBarrierViolation(
-                        f"{_first_named(named)}: named barriers with the rings, {tiles} "
-                        f"tile(s) of {uses} use(s){conds}: {problem}"
-                    )
+        group = groups[prog.group]
+        order = {id(op): n for n, op in enumerate(group.body.walk())}
+        keep = _prune(prog.items, lambda e, s=shared: _turn_event(e, s))
+        leaves, anchors = _ring_leaves(rings, looped, group, _templates(keep))
+        leaves += _named_leaves(keep, order)
+        items = _tree(sorted(leaves, key=lambda leaf: leaf[0]))
+        codes.append(Code(prog.name, items, anchors, classes[prog.group]))
+    floors = _floors(codes)
+    for code in codes:
+        code.floors = floors
+    model = RingModel(rings, _puts_per_use(rings, looped), codes, [p.group for p in progs])
+    keys = list(dict.fromkeys(i.key for c in codes for i in c.instrs if i.test == "uniform"))
+    for values in itertools.product((False, True), repeat=len(keys)):
+        problem = model.run(dict(zip(keys, values, strict=True)))
+        if problem:
+            conds = "".join(f", condition {'true' if v else 'false'}" for v in values)
+            raise NamedBarrierViolation(
+                f"{_first_named(named)}: named barriers with the rings{conds}: {problem}"
+            )
 
 
-def _ring_conditions(flat: list[Operation], rings) -> dict[int, tuple]:
-    """The uniform conditions around each ring op of a group (by position in `flat`): the
-    `scf.if`s around whole loops of ring ops (the thread guard, the lookahead, the peeled
-    stage and the lag guards hold no loop). A ring op under a false one does not run."""
-    bars = {id(v) for r in rings for v in (r.full, r.empty)}
-    ring_ops = (nvgpu.MBarrierWaitOp, nvgpu.MBarrierArriveOp, nvgpu.MBarrierArriveExpectTxOp)
-    inside = {id(op) for op in flat}
-    out: dict[int, tuple] = {}
-    for pos, op in enumerate(flat):
-        if not isinstance(op, ring_ops) or id(op.bars) not in bars:
-            continue
-        keys = []
-        for parent in _ancestors(op):
-            if id(parent) not in inside:
-                break
-            if not isinstance(parent, scf.IfOp) or is_thread_guard(parent.cond):
+class RingModel:
+    """The rings and named barriers of a kernel's warpgroups run together, one maximal run
+    per choice of trip counts (`check_ring_turns`). A state: each warpgroup's pc, counters
+    and ring use bases, the trips learnt, each named barrier's arrivals per participant,
+    each ring's uses put (all below a prefix, and the counts of the uses above it) and
+    releases per consumer warpgroup, and the arrival count each sync waits for."""
+
+    def __init__(self, rings, puts: list[int], codes: list[Code], groups_of: list[int]):
+        self.rings, self.puts, self.codes = rings, puts, codes
+        self.consumers = [
+            [w for w, g in enumerate(groups_of) if g in {a.group for a in ring.consumers}]
+            for ring in rings
+        ]
+        self.users = [
+            [w for w, c in enumerate(codes) if any(_ring_of(i) == r for i in c.instrs)]
+            for r in range(len(rings))
+        ]
+        self.parties: dict[int, list[int]] = {}
+        for w, code in enumerate(codes):
+            for instr in code.instrs:
+                ev = instr.event
+                if isinstance(ev, Event) and w not in self.parties.get(ev.ident, []):
+                    self.parties.setdefault(ev.ident, []).append(w)
+        self.idents = sorted(self.parties)
+        self.slack = SLACK + max(r.depth for r in rings)
+
+    def run(self, uniform: dict) -> str:
+        """The deadlock of a run that ends with a warpgroup unfinished ("" when none does)."""
+        starts: list[tuple[list[tuple], Trips]] = [([], {})]
+        zero = (0,) * len(self.rings)
+        for code in self.codes:
+            starts = [
+                ([*at, mine], learnt)
+                for at, trips in starts
+                for mine, learnt in _settle(code, (0, (), zero), trips, uniform)
+            ]
+        named = tuple((0,) * len(self.parties[i]) for i in self.idents)
+        rings = tuple((0, (), (0,) * len(c)) for c in self.consumers)
+        waiting = (None,) * len(self.codes)  # or the arrival count a sync waits for
+        todo = [self.state(at, trips, named, rings, waiting) for at, trips in starts]
+        seen = set(todo)
+        while todo:
+            moves, problem = self.moves(todo.pop(), uniform)
+            if problem:
+                return problem
+            for new in moves:
+                if new not in seen:
+                    seen.add(new)
+                    todo.append(new)
+        return ""
+
+    def state(self, at, trips, named, rings, waiting) -> tuple:
+        """The normal form: loops shifted (`_normal_form`), then each ring's uses and each
+        named barrier's arrivals counted from the least any warpgroup still needs."""
+        at, trips = _normal_form(self.codes, at, dict(trips), self.slack)
+        rings = list(rings)
+        for r, (prefix, partial, released) in enumerate(rings):
+            bases = [at[w][2][r] for w in self.users[r]]
+            shift = min([*bases, prefix, *released]) - self.rings[r].depth
+            if shift <= 0:
                 continue
-            if not any(isinstance(o, scf.ForOp) for o in parent.walk()):
+            for w in self.users[r]:
+                pc, counters, mine = at[w]
+                at[w] = (pc, counters, _replaced(mine, r, mine[r] - shift))
+            moved = tuple((u - shift, n) for u, n in partial)
+            rings[r] = (prefix - shift, moved, tuple(n - shift for n in released))
+        lows = {ident: min(counts) for ident, counts in zip(self.idents, named, strict=True)}
+        pairs = zip(self.idents, named, strict=True)
+        named = tuple(tuple(c - lows[ident] for c in counts) for ident, counts in pairs)
+        waits = list(waiting)
+        for w, code in enumerate(self.codes):
+            if waits[w] is not None:
+                waits[w] -= lows[code.instrs[at[w][0]].event.ident]
+        return (tuple(at), tuple(sorted(trips.items())), named, tuple(rings), tuple(waits))
+
+    def moves(self, state: tuple, uniform: dict) -> tuple[list, str]:
+        """The states the least advanced warpgroup that can move leads to (its next op), or
+        the deadlock when none can and someone is unfinished. Any order decides (the run is
+        monotone); this one keeps the warpgroups close, so the normal form stays small."""
+        at, trips, named, rings, waiting = state
+        for w in sorted(range(len(self.codes)), key=lambda w: (at[w][1], w)):
+            code = self.codes[w]
+            pc, counters, bases = at[w]
+            if pc == len(code.instrs):
                 continue
-            key = uniform_key(parent.cond)
-            if key is None:
-                raise fail(parent, "ring ops under a condition the named-barrier model does "
-                           "not cover")  # fmt: skip
-            keys.append(key)
-        if keys:
-            out[pos] = tuple(keys)
-    return out
+            if code.instrs[pc].kind == "back":
+                step = (named, rings, waiting, True)
+            else:
+                step = self.step(w, code.instrs[pc].event, counters, bases, named, rings, waiting)
+            if step is None:
+                continue
+            named2, rings2, waiting2, done = step
+            if not done:
+                return [self.state(at, trips, named2, rings2, waiting2)], ""
+            out = []
+            for mine, learnt in _advance(code, at[w], dict(trips), uniform):
+                after = [*at[:w], mine, *at[w + 1 :]]
+                out.append(self.state(after, learnt, named2, rings2, waiting2))
+            return out, ""
+        blocked = [
+            f"{code.name} at {self.where(code.instrs[at[w][0]].event)}"
+            for w, code in enumerate(self.codes)
+            if at[w][0] < len(code.instrs)
+        ]
+        return [], f"deadlock: {'; '.join(blocked)}" if blocked else ""
+
+    def where(self, ev: Any) -> str:
+        if isinstance(ev, Event):
+            return f"{ev.op.name} {ev.ident} @ {_loc(ev.op)}"
+        return f"{ev.text} (ring {self.rings[ev.ring].name})"
+
+    def step(self, w: int, ev: Any, counters: tuple, bases: tuple, named, rings, waiting):
+        """(named, rings, waiting, whether the op is done) after warpgroup `w` runs `ev`,
+        None when it cannot: a sync first arrives, then waits for the phase."""
+        if isinstance(ev, Event):
+            n, me = self.idents.index(ev.ident), self.parties[ev.ident].index(w)
+            counts, waits = list(named[n]), list(waiting)
+            if waits[w] is None:
+                counts[me] += 1
+                waits[w] = counts[me] if ev.kind == "sync" else None
+            named = _replaced(named, n, tuple(counts))
+            if waits[w] is not None and min(counts) < waits[w]:
+                return None if waiting[w] is not None else (named, rings, tuple(waits), False)
+            return named, rings, _replaced(tuple(waits), w, None), True
+        r, depth = ev.ring, self.rings[ev.ring].depth
+        prefix, partial, released = rings[r]
+        k = counters[len(self.codes[w].parents[ev.anchor])] if ev.anchor else 0
+        use = bases[r] + k + ev.offset
+        if ev.kind == "emptywait":
+            if use >= depth and min(released, default=use) < use - depth + 1:
+                return None
+        elif ev.kind == "fullwait":
+            if use >= prefix and dict(partial).get(use, 0) < self.puts[r]:
+                return None
+        elif ev.kind == "put":
+            counts = dict(partial)
+            counts[use] = counts.get(use, 0) + 1
+            while counts.get(prefix, 0) >= self.puts[r]:
+                del counts[prefix]
+                prefix += 1
+            rings = _replaced(rings, r, (prefix, tuple(sorted(counts.items())), released))
+        else:  # release
+            me = self.consumers[r].index(w)
+            released = _replaced(released, me, released[me] + 1)
+            rings = _replaced(rings, r, (prefix, partial, released))
+        return named, rings, waiting, True
 
 
-def _sequence(rings, looped, group: int, flat: list[Operation]) -> list[scf.ForOp]:
-    """The loops of the rings' sequence in `group`, in program order (a ring may use some
-    of them; `compose.py` checks that it uses the same ones in every group)."""
-    by_id = {id(op): op for op in flat}
-    loops = {
-        seg.loop: by_id[seg.loop]
-        for r, ring in enumerate(rings)
-        for actor in (ring.producer, *ring.consumers)
-        if actor.group == group and looped[r]
-        for seg in actor.segments
-        if seg.loop in by_id
-    }
-    order = {id(op): n for n, op in enumerate(flat)}
-    return sorted(loops.values(), key=lambda loop: order[id(loop)])
+def _replaced(values: tuple, index: int, value: Any) -> tuple:
+    return (*values[:index], value, *values[index + 1 :])
 
 
-def _run(runs: list[list[Instance]], names: list[str], rings, roles: list[str]) -> str:
-    """One maximal run of the instances (`check_ring_turns`); "" when everyone finishes."""
-    consumers = [w for w, role in enumerate(roles) if role == "consumer"]
-    puts_needed = Counter(
-        (i.ring, i.use) for w in range(len(runs)) for i in runs[w] if i.kind == "put"
-    )
-    puts: Counter = Counter()
-    released: Counter = Counter()  # (ring, warpgroup) -> releases
-    arrived: Counter = Counter()  # (id, warpgroup) -> arrivals
-    parties: dict[int, set[int]] = {}
-    for w, run in enumerate(runs):
-        for i in run:
-            if i.kind in ("sync", "arrive"):
-                parties.setdefault(i.ident, set()).add(w)
-    pos = [0] * len(runs)
-    waiting = [0] * len(runs)  # the arrival count a sync waits for
-    progress = True
-    while progress:
-        progress = False
-        for w, run in enumerate(runs):
-            while pos[w] < len(run):
-                i = run[pos[w]]
-                if i.kind == "emptywait":
-                    depth = rings[i.ring].depth
-                    if i.use >= depth and any(
-                        released[(i.ring, c)] < i.use - depth + 1 for c in consumers
-                    ):
-                        break
-                elif i.kind == "fullwait" and puts[(i.ring, i.use)] < puts_needed[(i.ring, i.use)]:
-                    break
-                elif i.kind == "sync":
-                    if not waiting[w]:
-                        arrived[(i.ident, w)] += 1
-                        waiting[w] = arrived[(i.ident, w)]
-                    if any(arrived[(i.ident, o)] < waiting[w] for o in parties[i.ident]):
-                        break
-                    waiting[w] = 0
-                elif i.kind == "arrive":
-                    arrived[(i.ident, w)] += 1
-                elif i.kind == "put":
-                    puts[(i.ring, i.use)] += 1
-                elif i.kind == "release":
-                    released[(i.ring, w)] += 1
-                pos[w] += 1
-                progress = True
-    blocked = [
-        f"{names[w]} at {_where(runs[w][pos[w]], rings)}"
-        for w in range(len(runs))
-        if pos[w] < len(runs[w])
-    ]
-    return f"deadlock: {'; '.join(blocked)}" if blocked else ""
-
-
-def _where(i: Instance, rings) -> str:
-    if i.op is not None:
-        return f"{i.op.name} {i.ident} @ {_loc(i.op)}"
-    return f"{i.text} (ring {rings[i.ring].name}, use {i.use})"
+def _ring_of(instr: Instr) -> int:
+    return instr.event.ring if isinstance(instr.event, RingEvent) else -1
 
 
 # ------------------------------------------------------------------------------ staging

@@ -61,12 +61,14 @@ STAGING = ["tma_pgemm", "tma_gemm"]
 ROW_SUMS = "row_sums"  # tests/corpus/proved.py, default options
 ROW_SUMS_IF, TMA_ROW_SUMS_IF, COLUMN_MAX_IF = "row_sums_if", "tma_row_sums_if", "column_max_if"
 RMSNORM = "rmsnorm"  # two loops over one ring, a slot-read barrier in each
+DEEP_ROW_SUMS = "deep_row_sums"  # releases lagged by 3: the slot-read barrier from iteration 3 on
 PROVED = {  # kernel: (its case in tests/corpus/proved.py, compile options besides the defaults)
     ROW_SUMS: ("gemm_with_row_sums", {}),
     ROW_SUMS_IF: ("gemm_with_row_sums_if_nonempty", {}),
     TMA_ROW_SUMS_IF: ("gemm_with_row_sums_if_nonempty", {"epilogue": "tma"}),
     COLUMN_MAX_IF: ("column_max_if_nonempty", {}),
     RMSNORM: ("rmsnorm_two_loops", {}),
+    DEEP_ROW_SUMS: ("gemm_with_row_sums", {"mma_depth": 4, "stages": 5}),
 }
 SLOT_READS = [ROW_SUMS, ROW_SUMS_IF]
 PLAN: dict[str, list[str]] = {
@@ -107,6 +109,7 @@ PLAN: dict[str, list[str]] = {
     "second_loop_sync_threads_wrong": [RMSNORM],
     "second_loop_sync_after_loop": [RMSNORM],
     "second_loop_sync_renumbered": [RMSNORM],
+    "lagged_turn_given_twice": [DEEP_ROW_SUMS],
 }
 CASES = [(name, kernel) for name, kernels in PLAN.items() for kernel in kernels]
 
