@@ -539,6 +539,7 @@ class Code:
         self.enters: dict[int, int] = {}  # loop -> the pc of its `enter`
         self.ops: dict[int, Operation] = {}
         self.floors: dict[int, int] = {}  # loop -> the least trip count run (`_floors`)
+        self._idle: dict[tuple, bool] = {}
         self._emit(items, ())
         self.frames.append(())
 
@@ -580,6 +581,36 @@ class Code:
                 self._add(Instr("event", event=ring_event), frames)
             else:
                 self._add(Instr("event", event=item), frames)
+
+    def idle(self, pc: int, uniform: dict) -> bool:
+        """Whether no event is reachable from `pc` under these uniform values: the warpgroup
+        can affect nobody any more (a producer whose every tile is empty when `K > 0` is
+        false), so it is finished; left running, it would drift through the empty tiles
+        without bound."""
+        key = (pc, tuple(sorted(uniform.items())))
+        if key not in self._idle:
+            seen, todo = set(), [pc]
+            while todo:
+                at = todo.pop()
+                if at >= len(self.instrs) or at in seen:
+                    continue
+                seen.add(at)
+                instr = self.instrs[at]
+                if instr.kind == "event":
+                    break
+                if instr.kind == "back":
+                    todo.append(instr.target)
+                elif instr.kind == "guard" and instr.test == "uniform":
+                    todo.append(at + 1 if uniform[instr.key] else instr.target)
+                elif instr.kind in ("head", "guard"):
+                    todo += [at + 1, instr.target]
+                else:
+                    todo.append(at + 1)
+            else:
+                self._idle[key] = True
+                return True
+            self._idle[key] = False
+        return self._idle[key]
 
     def relation(self, pc: int, counters: tuple, loop: int, key: tuple) -> str | int:
         """Where a warpgroup at (`pc`, `counters`) stands to the instance (`loop`, `key`):
@@ -680,6 +711,10 @@ def _settle(code: Code, at: tuple, trips: Trips, uniform: dict) -> list[tuple[tu
     out, todo = [], [(at, trips)]
     while todo:
         (pc, counters, bases), trips = todo.pop()
+        if pc < len(code.instrs) and code.idle(pc, uniform):
+            # Nothing it does can be seen: finished. What it would learn of the trips
+            # only prunes runs of the others; not learning it keeps them all.
+            pc, counters = len(code.instrs), ()
         instr = code.instrs[pc] if pc < len(code.instrs) else None
         if instr is None or instr.kind in ("event", "back"):
             out.append(((pc, counters, bases), trips))
