@@ -900,13 +900,18 @@ def _explore(codes: list[Code], uniform: dict) -> str:
             for mine, learnt in _settle(code, (0, (), ()), trips, uniform)
         ]
     todo = [_turn_state(codes, at, trips, (), (0,) * len(codes)) for at, trips in starts]
+    return _search(todo, lambda state: _turn_moves(codes, state, uniform))
+
+
+def _search(todo: list, moves: Callable[[tuple], tuple[list, str]]) -> str:
+    """Depth-first over the states reachable from `todo` by `moves` (a state's successors
+    and the problem it shows): the first problem, or "" when none shows."""
     seen = set(todo)
     while todo:
-        state = todo.pop()
-        moves, problem = _turn_moves(codes, state, uniform)
+        successors, problem = moves(todo.pop())
         if problem:
             return problem
-        for new in moves:
+        for new in successors:
             if new not in seen:
                 seen.add(new)
                 todo.append(new)
@@ -1246,16 +1251,7 @@ class RingModel:
         rings = tuple((0, (), (0,) * len(c)) for c in self.consumers)
         waiting = (None,) * len(self.codes)  # or the arrival count a sync waits for
         todo = [self.state(at, trips, named, rings, waiting) for at, trips in starts]
-        seen = set(todo)
-        while todo:
-            moves, problem = self.moves(todo.pop(), uniform)
-            if problem:
-                return problem
-            for new in moves:
-                if new not in seen:
-                    seen.add(new)
-                    todo.append(new)
-        return ""
+        return _search(todo, lambda state: self.moves(state, uniform))
 
     def state(self, at, trips, named, rings, waiting) -> tuple:
         """The normal form: loops shifted (`_normal_form`), then each ring's uses and each

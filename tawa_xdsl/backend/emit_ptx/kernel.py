@@ -520,9 +520,9 @@ class KernelPrinter:
                 raise fail(op, "on i1 is not supported")
             self.b.binary(pred_mnemonic, self.reg(result), self.reg(lhs), self.reg(rhs))
             return
-        divisor = self.const_int(rhs)
+        divisor = self.const_int(rhs) if isinstance(op, arith.DivUIOp | arith.RemUIOp) else None
         magic = udiv_magic(divisor) if divisor is not None else None
-        if isinstance(op, arith.DivUIOp | arith.RemUIOp) and magic is not None:
+        if magic is not None:
             self.udiv_by_constant(op, divisor, *magic)
             return
         self.b.binary(mnemonic, self.reg(result), self.reg(lhs), self.operand(rhs))
