@@ -82,6 +82,9 @@ class CompileOptions:
     # attention: rotate the key loop (software-pipeline): QK^T(j+1) and P V(j) issued back
     # to back, the softmax of j+1 under P V(j) (FlashAttention-3's two-stage pipeline)
     rotate: bool = False
+    # split each loop where its masks stop holding for every lane (split-masked-loops): the
+    # iterations before run a body without the selects (attention's unmasked key blocks)
+    split_loops: bool = True
 
     def __post_init__(self) -> None:
         for option in fields(self):
@@ -125,6 +128,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "registers": (is_registers, "None or (producer, consumer) ints"),
     "pingpong": BOOL,
     "rotate": BOOL,
+    "split_loops": BOOL,
 }
 
 # Launch keyword -> CompileOptions field: Triton's name where Triton has the option.
@@ -183,6 +187,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 epilogue=options.epilogue,
                 rotate=options.rotate,
                 pingpong=options.pingpong,
+                split_loops=options.split_loops,
             ),
         ),
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),

@@ -42,61 +42,37 @@ DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
 
 
 @tawa_xdsl.jit
-def attn_block(
-    acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-):  # fmt: skip
-    """Fold the key block at `start_n` into (acc, l_i, m_i); MASKED: keys past `seq` (and,
-    CAUSAL, keys past each row) count as -inf."""
-    k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-    qk = tl.dot(q, k.T)
-    if MASKED:
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        mask = offs_n[None, :] < seq
-        if CAUSAL:
-            mask = mask & (offs_n[None, :] <= offs_m[:, None])
-        qk = tl.where(mask, qk, float("-inf"))
-    # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
-    m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    p = tl.exp2(qk * qk_scale - m_ij[:, None])
-    alpha = tl.exp2(m_i - m_ij)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
-    acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
-    return acc, l_i, m_ij
-
-
-@tawa_xdsl.jit
 def attn_inner(
     acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, SPLIT: tl.constexpr,
+    CAUSAL: tl.constexpr,
 ):  # fmt: skip
-    """Fold the key blocks of this program's rows into (acc, l_i, m_i). SPLIT: first the
-    blocks no mask touches (every key before `seq` and, CAUSAL, before the tile's first row),
-    then the rest with the mask, as Triton's tutorial walks the causal band: the first loop
-    has no selects and no copy of the scores out of the wgmma accumulator (bench/NOTES.md,
-    round 7). The counter of the K and V rings continues from one loop into the next."""
+    """Fold the key blocks of this program's rows into (acc, l_i, m_i): one masked loop, as
+    a user writes it. The compiler splits it (split-masked-loops): the blocks no mask touches
+    (every key before `seq` and, CAUSAL, before the tile's first row) run a body without the
+    selects and without a copy of the scores out of the wgmma accumulator (bench/NOTES.md,
+    round 7), the rings' counter continuing into the masked blocks."""
     if CAUSAL:
         hi = tl.minimum(off_m + BLOCK_M, seq)
     else:
         hi = seq
     offs_m = off_m + tl.arange(0, BLOCK_M)
-    lo = 0
-    if SPLIT:
-        lo = seq // BLOCK_N * BLOCK_N
+    for start_n in tl.range(0, hi, BLOCK_N):
+        k = k_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        qk = tl.dot(q, k.T)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        mask = offs_n[None, :] < seq
         if CAUSAL:
-            lo = tl.minimum((off_m + 1) // BLOCK_N * BLOCK_N, lo)
-        for start_n in tl.range(0, lo, BLOCK_N):
-            acc, l_i, m_i = attn_block(
-                acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
-                HEAD_DIM, BLOCK_N, False, CAUSAL,
-            )  # fmt: skip
-    for start_n in tl.range(lo, hi, BLOCK_N):
-        acc, l_i, m_i = attn_block(
-            acc, l_i, m_i, q, k_desc, v_desc, head, start_n, offs_m, seq, qk_scale,
-            HEAD_DIM, BLOCK_N, True, CAUSAL,
-        )  # fmt: skip
+            mask = mask & (offs_n[None, :] <= offs_m[:, None])
+        qk = tl.where(mask, qk, float("-inf"))
+        # max(qk * scale) = max(qk) * scale for scale > 0: one FFMA per score below
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
+        m_i = m_ij
     return acc, l_i, m_i
 
 
@@ -104,7 +80,7 @@ def attn_inner(
 def attn_rows(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr, SPLIT: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr,
 ):  # fmt: skip
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
@@ -121,7 +97,7 @@ def attn_rows(
         kv_head = head // GROUP
     acc, l_i, m_i = attn_inner(
         acc, l_i, m_i, q, k_desc, v_desc, kv_head, off_m, seq, qk_scale,
-        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, SPLIT,
+        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
     )  # fmt: skip
     out = acc / l_i[:, None]
     o_desc.store([head, off_m, 0], out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
@@ -132,11 +108,11 @@ def attn_rows(
 def attn_fwd(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, SPLIT: tl.constexpr = True,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
 ):  # fmt: skip
     attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP, SPLIT,
+        GROUP,
     )  # fmt: skip
 
 
@@ -144,13 +120,13 @@ def attn_fwd(
 def attn_fwd_lse(
     q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, SPLIT: tl.constexpr = True,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
 ):  # fmt: skip
     """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
     (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
     head, off_m, m_i, l_i = attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP, SPLIT,
+        GROUP,
     )  # fmt: skip
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
@@ -179,11 +155,10 @@ def tile_module(
     return_lse: bool = False,
     block_m: int = BLOCK_M,
     group: int = 1,
-    split: bool = True,
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
     Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module); `group` query heads share each
-    K/V head (GQA); `split`: the unmasked key blocks in a loop of their own (`attn_inner`)."""
+    K/V head (GQA)."""
     if dtype not in DTYPES:
         raise ValueError(f"attention: dtype must be f16 or bf16, got {dtype}")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
@@ -201,7 +176,6 @@ def tile_module(
         BLOCK_N=bn,
         CAUSAL=causal,
         GROUP=group,
-        SPLIT=split,
     )
     return kernel.module.clone()
 
@@ -214,6 +188,8 @@ def compile_options(
     pingpong: bool = False,
     mma_depth: int = 1,
     rotate: bool = True,
+    split: bool = True,
+    persistent: bool = False,
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does)."""
     return CompileOptions(
@@ -223,6 +199,8 @@ def compile_options(
         registers=registers or default_registers(head_dim, block_n or default_block_n(head_dim)),
         pingpong=pingpong,
         rotate=rotate,
+        split_loops=split,
+        persistent=persistent,
     )
 
 
@@ -240,6 +218,7 @@ def compile_attention(
     rotate: bool = True,
     group: int = 1,
     split: bool = True,
+    persistent: bool = False,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -251,11 +230,16 @@ def compile_attention(
     `rotate` (CompileOptions.rotate): iteration j issues QK^T(j+1) and P V(j) back to back
     and runs the softmax of j+1 under P V(j), P held in registers as 16-bit
     (FlashAttention-3's two-stage pipeline); False: the softmax of j under QK^T(j+1).
-    `group` query heads share each K/V head (GQA, `tile_module`); `split`: the key blocks no
-    mask touches in a loop of their own (`attn_inner`)."""
+    `group` query heads share each K/V head (GQA, `tile_module`); `split`
+    (CompileOptions.split_loops): the key blocks no mask touches in a loop of their own;
+    `persistent`: one program per SM walks the row blocks (launched the same way: the
+    compiled kernel maps the grid). Q's ring is as deep as K's and V's, so at d = 128 it needs
+    `stages=2` to fit shared memory."""
     bn = block_n or default_block_n(head_dim)
-    options = compile_options(head_dim, bn, stages, registers, pingpong, mma_depth, rotate)
-    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group, split=split)
+    options = compile_options(
+        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent
+    )
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group)
     return compile_to_ptx(module, options)
 
 

@@ -9,6 +9,12 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def get_split_masked_loops() -> type[ModulePass]:
+    from tawa_xdsl.transforms.split_masked_loops import SplitMaskedLoopsPass
+
+    return SplitMaskedLoopsPass
+
+
 def get_persistent() -> type[ModulePass]:
     from tawa_xdsl.transforms.persistent import PersistentPass
 
@@ -101,6 +107,7 @@ def get_verify_pipeline() -> type[ModulePass]:
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
+        "split-masked-loops": get_split_masked_loops,
         "persistent": get_persistent,
         "partition": get_partition,
         "insert-aref": get_insert_aref,

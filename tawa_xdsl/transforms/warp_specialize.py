@@ -6,7 +6,8 @@ Python API (stable; the aref-interpreter tests call it):
     ws_module = warp_specialize(module, stages=3, mma_depth=2, consumers=2, persistent=False)
 
 `warp_specialize` clones `module` (the input is left untouched), runs, in order,
-`persistent` (only when persistent=True), `partition`, `insert-aref`,
+`split-masked-loops` (unless split_loops=False), `persistent` (only when persistent=True),
+`partition`, `insert-aref`,
 `ring-depth{stages=..}`, `distribute`, `cooperative-consumers{consumers=..}`,
 `software-pipeline` (only when attention=True), `mma-lag{mma-depth=..}` and `place-releases`,
 verifies the IR after each and returns the result. The same as a pass: `tawa-opt k.mlir -p
@@ -40,14 +41,16 @@ from tawa_xdsl.transforms.place_releases import PlaceReleasesPass
 from tawa_xdsl.transforms.ring_depth import RingDepthPass
 from tawa_xdsl.transforms.smem_budget import check_shared_memory
 from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
+from tawa_xdsl.transforms.split_masked_loops import SplitMaskedLoopsPass
 
 __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
 
 
 @dataclass(frozen=True)
 class WarpSpecializePass(ModulePass):
-    """The tile -> aref pipeline: [persistent,] partition, insert-aref, ring-depth,
-    distribute, cooperative-consumers, [software-pipeline,] mma-lag, place-releases.
+    """The tile -> aref pipeline: [split-masked-loops,] [persistent,] partition, insert-aref,
+    ring-depth, distribute, cooperative-consumers, [software-pipeline,] mma-lag,
+    place-releases.
 
     Options:
       stages: int | None = 3    ring depth D (how far the producer may run ahead; None:
@@ -63,6 +66,8 @@ class WarpSpecializePass(ModulePass):
       epilogue: str = "global"   lower-to-nvgpu's epilogue (its staging buffers count
                                  against the shared memory the rings may take).
       pingpong: bool = False     lower-to-nvgpu's ping-pong turns (ring-depth: D >= 2).
+      split_loops: bool = True   split loops where their masks stop holding (the iterations
+                                 before without the selects, see split-masked-loops).
     """
 
     name = "tawa-warp-specialize"
@@ -75,9 +80,11 @@ class WarpSpecializePass(ModulePass):
     epilogue: str = "global"
     rotate: bool = False
     pingpong: bool = False
+    split_loops: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        passes: list[ModulePass] = [PersistentPass()] if self.persistent else []
+        passes: list[ModulePass] = [SplitMaskedLoopsPass()] if self.split_loops else []
+        passes += [PersistentPass()] if self.persistent else []
         passes += [
             PartitionPass(),
             InsertArefPass(),
@@ -102,10 +109,11 @@ def warp_specialize(
     persistent: bool = False,
     attention: bool = True,
     epilogue: str = "global",
+    split_loops: bool = True,
 ) -> ModuleOp:
     """A warp-specialized copy of `module` (see the module docstring)."""
     result = module.clone()
-    WarpSpecializePass(stages, mma_depth, consumers, persistent, attention, epilogue).apply(
-        make_context(), result
-    )
+    WarpSpecializePass(
+        stages, mma_depth, consumers, persistent, attention, epilogue, split_loops=split_loops
+    ).apply(make_context(), result)
     return result

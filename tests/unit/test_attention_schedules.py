@@ -1,8 +1,8 @@
 """The library attention under both key-loop schedules, at every level against the tile level.
 
-The library's key loop is split (`tile_module(split=True)`): the blocks no mask touches in a
-loop of their own, then the masked ones, the rings' counter continuing; `split=False` is the
-single masked loop a user writes, and both must agree.
+The library's one masked key loop is split by the compiler (split-masked-loops, on by default):
+the blocks no mask touches in a loop of their own, then the masked ones, the rings' counter
+continuing (test_split_masked_loops.py checks the split itself).
 
 `compile_attention(rotate=True)` (the default) rotates the loop (software-pipeline's
 rotation: QK^T(j+1) and P V(j) issued back to back, the softmax of j+1 under P V(j), P held
@@ -92,22 +92,6 @@ def test_nvgpu_level_matches_the_tile_level(rotate: bool, causal: bool, seq: int
     expected = tile_level(module, seq)
     options = dataclasses.replace(OPTIONS, rotate=rotate, pingpong=pingpong)
     nvgpu = lower_to_nvgpu_level(module, options)
-    q, k, v = inputs(seq)
-    o = np.zeros_like(q)
-    run_nvgpu_kernel(nvgpu, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])
-    close(o, expected)
-
-
-# 256: no key block needs the mask (the masked loop runs no iteration); 300: one does.
-@pytest.mark.parametrize(("causal", "seq"), [(False, 256), (False, 300), (True, 300)])
-def test_the_single_masked_loop_and_the_split_agree(causal: bool, seq: int):
-    """`split=False` (one key loop, every block masked, as a user writes it) and the library's
-    two loops compute the same at the tile level, and the single loop at the nvgpu level."""
-    single = attention.tile_module(HEAD_DIM, "f16", causal, split=False)
-    expected = tile_level(single, seq)
-    close(tile_level(attention.tile_module(HEAD_DIM, "f16", causal), seq), expected)
-    options = dataclasses.replace(OPTIONS, rotate=True)
-    nvgpu = lower_to_nvgpu_level(single, options)
     q, k, v = inputs(seq)
     o = np.zeros_like(q)
     run_nvgpu_kernel(nvgpu, attention.grid(seq, HEADS), [q, k, v, o, seq, SCALE])

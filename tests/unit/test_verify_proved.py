@@ -61,7 +61,9 @@ def test_kernel_proof_counts_its_named_barriers_and_is_fast(name: str) -> None:
         assert not named, [v.summary() for v in named]
         return
     assert f"{NAMED.get(name, 1)} named barrier" in named[0].message, named[0].message
-    assert named[0].seconds < 1.0  # the rings' proofs are timed by bench/proof_times.py
+    # a guard, not a measurement (the rings' proofs are timed by bench/proof_times.py): alone
+    # this takes ~0.1 s; 2 s leaves room for a loaded machine
+    assert named[0].seconds < 2.0
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -9,11 +9,12 @@
 // mask is one fragment_mask (keys < seq, keys <= query row) that the PTX
 // skips by a uniform branch on unmasked blocks; row max / row sum are per-thread reductions
 // and two butterflies; P feeds the P V wgmma from registers with V read N-major; the epilogue
-// divides by the row sum and stores through the rank-3 descriptor.
-// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' | filecheck %s
-// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu' -t ptx | filecheck %s --check-prefix=PTX
-// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu{epilogue=tma}' | filecheck %s --check-prefix=TMA
-// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2},lower-aref,lower-to-nvgpu{epilogue=tma}' -t ptx | filecheck %s --check-prefix=TMA-PTX
+// divides by the row sum and stores through the rank-3 descriptor. The key loop as written
+// (split-loops=false: split-masked-loops.mlir shows the unmasked blocks split off).
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu' | filecheck %s
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu' -t ptx | filecheck %s --check-prefix=PTX
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu{epilogue=tma}' | filecheck %s --check-prefix=TMA
+// RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu{epilogue=tma}' -t ptx | filecheck %s --check-prefix=TMA-PTX
 
 // CHECK:     func.func @attention_causal({{.*}}) attributes {nvgpu.threads = 384 : i32}
 // CHECK:     %q3_ring_buf0 = nvgpu.smem_alloc : !nvgpu.smem<1x128x64xf16, swizzle 128>

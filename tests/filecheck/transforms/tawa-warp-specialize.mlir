@@ -22,8 +22,14 @@
 // ATTN:      aref.group consumer warpgroups(2) registers(232) {
 // ATTN:        %q = tile.reshape %{{.*}} : tensor<1x64x64xf16> -> tensor<64x64xf16>
 // ATTN:        %m0 = tile.splat %neg_inf : f32 -> tensor<64xf32>
-// ATTN:        %qk_next, %{{.*}} = scf.if
-// ATTN:        %row_max = tile.reduce max %s, 1 : tensor<64x64xf32> -> tensor<64xf32>
+// The key loop split where its mask stops holding (split-masked-loops, first): the blocks
+// before `seq - 63` reduce the scores as they are, the rest after the select.
+// ATTN:        scf.for %start_n_2 = %c0_1 to %split_1 step %block_n_1
+// ATTN:          %qk_next, %{{.*}} = scf.if
+// ATTN:          %row_max = tile.reduce max %qk_scaled, 1 : tensor<64x64xf32> -> tensor<64xf32>
+// ATTN:        scf.for %start_n_3 = %split_1 to %seq step %block_n_1
+// ATTN:          %s = tile.where %in_seq, %qk_scaled_1, %neg_inf_t
+// ATTN-NEXT:     %row_max_1 = tile.reduce max %s, 1 : tensor<64x64xf32> -> tensor<64xf32>
 // ATTN:        tile.store_slice %o_desc[%head_1, %{{.*}}, %c0_1], %o3 : !tile.desc<1x128x64xf16>, tensor<1x64x64xf16>
 
 // ROUND: aref.group consumer warpgroups(2) registers(232)
