@@ -17,6 +17,10 @@ groups before it, the interpreters and the verifier's extractor read it.
 Options:
   mma_depth: int = 1   MMA depth P >= 1 (1: every release stays right after its use).
 
+A loop whose MMA retirement a schedule already fixed (software-pipeline's rotation) keeps its
+releases: the rotated key loop retires each P V within its iteration, so a lagged release would
+free a slot for a wgmma the schedule no longer waits for (the proof refused exactly that).
+
 Refused: input not produced by distribute, mma_depth < 1.
 """
 
@@ -49,6 +53,13 @@ def _feeds_dot(get: aref.GetOp) -> bool:
     return False
 
 
+def scheduled(loop: scf.ForOp) -> bool:
+    """Whether a schedule pass already decided when the loop's MMAs retire (software-pipeline's
+    rotation: `aref.IN_FLIGHT_ATTR` on its dots): their slots are released where that
+    schedule retires them (place-releases), not MMA depth uses late."""
+    return any(aref.IN_FLIGHT_ATTR in op.attributes for op in loop.body.walk())
+
+
 def delay_releases(group: aref.GroupOp, depth: int) -> None:
     """Release every dot-feeding use of `group`'s loops min(depth, D) - 1 uses late."""
     for consumed in [op for op in group.body.walk() if isinstance(op, aref.ConsumedOp)]:
@@ -61,6 +72,8 @@ def delay_releases(group: aref.GroupOp, depth: int) -> None:
         loop = consumed.parent_op()
         index = consumed.index
         if not isinstance(loop, scf.ForOp) or not isinstance(index, BlockArgument):
+            continue
+        if scheduled(loop):
             continue
         if index.block is not loop.body.block or index.index == 0:
             continue

@@ -122,3 +122,17 @@ def test_tawa_verify_proves_the_rotated_pingpong_at_the_nvgpu_level(
     out = capsys.readouterr().out
     assert "proved: named barriers: 2 named barrier(s)" in out, out
     assert not [line for line in out.splitlines() if not line.startswith("proved:")], out
+
+
+@pytest.mark.parametrize("mma_depth", [2, 3])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_rotated_loop_keeps_its_releases_at_any_mma_depth(causal: bool, mma_depth: int):
+    """The rotation decides when P V retires (`tawa.in_flight`, `tawa.mma_wait`); mma-lag
+    leaves that loop's releases alone, so MMA depth 2 or 3 (the launch default is 2) compiles,
+    is proved, and prints what depth 1 prints. Lagged, the V release freed a slot for a wgmma
+    the schedule no longer waited for, and the proof refused the compiler's own output."""
+    options = dataclasses.replace(OPTIONS, verify=True, rotate=True)
+    module = attention.tile_module(HEAD_DIM, "f16", causal)
+    deep = compile_to_ptx(module, dataclasses.replace(options, mma_depth=mma_depth))
+    assert deep.ptx == compile_to_ptx(module, dataclasses.replace(options, mma_depth=1)).ptx
+    assert "lag(" not in deep.ir["aref"] and "aref.drain" not in deep.ir["aref"]
