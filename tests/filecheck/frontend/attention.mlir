@@ -9,6 +9,12 @@
 // RUN: tawa compile %examples/attention.py --kernel attn_fwd --constexpr HEAD_DIM=64 --constexpr BLOCK_M=128 --constexpr BLOCK_N=64 --constexpr CAUSAL=False --signature 'desc<1x128x64xbf16>,desc<1x64x64xbf16>,desc<1x64x64xbf16>,desc<1x128x64xbf16>,i32,f32' | filecheck %s --check-prefix=BF16
 
 // CHECK-LABEL: func.func @attn_fwd(%q_desc: !tile.desc<1x128x64xf16>, %k_desc: !tile.desc<1x64x64xf16>, %v_desc: !tile.desc<1x64x64xf16>, %o_desc: !tile.desc<1x128x64xf16>, %seq: i32, %sm_scale: f32) {
+// Causal: program i takes row block (blocks - 1 - i), the longest first.
+// CAUSAL:        %start_m = tile.program_id 0 : i32
+// CAUSAL-NEXT:   %[[BLOCKS:.*]] = tile.num_programs 0 : i32
+// CAUSAL:        %[[LAST:.*]] = arith.subi %[[BLOCKS]], %{{.*}} : i32
+// CAUSAL-NEXT:   %start_m_1 = arith.subi %[[LAST]], %start_m : i32
+// FULL-NOT:      tile.num_programs
 // CHECK:         %head = tile.program_id 1 : i32
 // CHECK:         %qk_scale = arith.mulf %sm_scale, %{{.*}} : f32
 // CHECK:         %q = tile.reshape %{{.*}} : tensor<1x128x64xf16> -> tensor<128x64xf16>
