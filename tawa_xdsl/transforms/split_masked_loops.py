@@ -135,7 +135,9 @@ class MaskAnalysis:
         if predicate not in forms:
             return None
         difference, limit = forms[predicate]
-        return [(difference, limit)] if difference.iv == 1 else None
+        # the split point's constant must be an i32 (an arange spanning 2^31 lanes is not)
+        fits = -(2**31) <= limit + 1 - difference.const - difference.high < 2**31
+        return [(difference, limit)] if difference.iv == 1 and fits else None
 
 
 def split_point(
