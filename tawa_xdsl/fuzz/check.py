@@ -56,8 +56,9 @@ UNVERIFIED_REASON = "options verify=False (the case was written without the proo
 @dataclass(frozen=True)
 class Options:
     """Warp-specialization options: ring depth D, MMA depth P, consumer warpgroups,
-    persistent tiles, attention software pipelining; `verify=False` (kept for reproducers
-    written before the sequence proof) skips the proof level and the GPU compile's proof."""
+    persistent tiles, attention software pipelining and its rotation (FA3's two-stage
+    pipeline); `verify=False` (kept for reproducers written before the sequence proof) skips
+    the proof level and the GPU compile's proof."""
 
     stages: int = 3
     mma_depth: int = 2
@@ -66,11 +67,12 @@ class Options:
     attention: bool = True
     sms: int = 2  # persistent launches: the number of SMs (programs) to spread tiles on
     verify: bool = True
+    rotate: bool = False
 
     def key(self) -> str:
         """`D3 P2 C1 persistent` for summaries."""
         extra = (" persistent" if self.persistent else "") + ("" if self.attention else " no-sw")
-        extra += "" if self.verify else " unverified"
+        extra += (" rotated" if self.rotate else "") + ("" if self.verify else " unverified")
         return f"D{self.stages} P{self.mma_depth} C{self.consumers}{extra}"
 
 
@@ -175,6 +177,7 @@ def warp_specialized(text: str, options: Options) -> Any:
         consumers=options.consumers,
         persistent=options.persistent,
         attention=options.attention,
+        rotate=options.rotate,
     )
 
 
@@ -277,6 +280,7 @@ def gpu_kernel(text: str, options: Options) -> Any:
         consumers=options.consumers,
         persistent=options.persistent,
         verify=options.verify,
+        rotate=options.rotate,
     )
     try:
         return compile_to_ptx(_parse(text), compile_options)

@@ -67,7 +67,7 @@ class Summary:
         self.features.update(program.features())
         opts = case.options
         if not isinstance(program, AttentionProgram):  # software pipelining only touches it
-            opts = replace(opts, attention=True)
+            opts = replace(opts, attention=True, rotate=False)
         self.options[opts.key()] += 1
         self.values[case.values] += 1
         self.levels_ran.update(outcome.ran)
@@ -75,12 +75,14 @@ class Summary:
 
     def option_values(self) -> dict[str, list[str]]:
         """Each option's values seen, with counts (from the `Options.key()` strings)."""
-        seen: dict[str, Counter[str]] = {n: Counter() for n in ("D", "P", "C", "persistent")}
+        names = ("D", "P", "C", "persistent", "rotated")
+        seen: dict[str, Counter[str]] = {n: Counter() for n in names}
         for key, count in self.options.items():
             parts = key.split()
             for part in parts[:3]:
                 seen[part[0]][part[1:]] += count
             seen["persistent"]["yes" if "persistent" in parts else "no"] += count
+            seen["rotated"]["yes" if "rotated" in parts else "no"] += count
         return {n: [f"{v} ({c})" for v, c in sorted(vals.items())] for n, vals in seen.items()}
 
     def render(self) -> str:
@@ -97,7 +99,7 @@ class Summary:
             f"  values:       {counts(self.values)}",
             f"  levels run:   {counts(self.levels_ran)}",
             f"  options covered: {len(self.options)} combinations of (D, P, consumers, "
-            "persistent, attention pipelining)",
+            "persistent, attention pipelining, its rotation)",
         ]
         for name, values in self.option_values().items():
             lines.append(f"    {name}: {', '.join(values)}")

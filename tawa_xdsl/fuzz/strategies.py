@@ -178,7 +178,7 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
     """Warp-specialization options valid for `program` (cooperative consumers need 128
     rows), with D drawn among the depths the compiler does not refuse for shared memory
     (deep rings of big blocks cannot fit 227 KB); attention pipelining on or off on the CPU
-    (the GPU runs the default, on)."""
+    (the GPU runs the default, on), rotated or not."""
     cooperative = program.block_m >= 128
     mma_depth = draw(st.integers(1, 3))
     consumers = draw(st.sampled_from([1, 2] if cooperative else [1]))
@@ -194,6 +194,7 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
         persistent=persistent,
         attention=True if gpu else draw(st.booleans()),
         sms=draw(st.integers(1, 3)),
+        rotate=draw(st.booleans()),
     )
     return drawn if gpu else accepted_depth(program, drawn)
 

@@ -110,10 +110,12 @@ def warp_specialize(
     attention: bool = True,
     epilogue: str = "global",
     split_loops: bool = True,
+    rotate: bool = False,
 ) -> ModuleOp:
     """A warp-specialized copy of `module` (see the module docstring)."""
     result = module.clone()
     WarpSpecializePass(
-        stages, mma_depth, consumers, persistent, attention, epilogue, split_loops=split_loops
-    ).apply(make_context(), result)
+        stages, mma_depth, consumers, persistent, attention, epilogue, rotate,
+        split_loops=split_loops,
+    ).apply(make_context(), result)  # fmt: skip
     return result
