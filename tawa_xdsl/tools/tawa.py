@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tawa_xdsl.tools import stdout_closed
 from tawa_xdsl.tools.fuzz_cli import FuzzUsageError, add_fuzz, add_repro
 
 
@@ -183,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.handler(args)
+    except BrokenPipeError:
+        return stdout_closed()
     except (UsageError, FuzzUsageError, CompilationError, DiagnosticException, TypeError) as error:
         if args.debug:
             raise

@@ -27,6 +27,7 @@ from tawa_xdsl.diagnostics import (
     parse_pass_pipeline,
     verify_module,
 )
+from tawa_xdsl.tools import stdout_closed
 from tawa_xdsl.transforms import get_all_passes
 
 # Dialects a tawa program may use, beside our own three (xDSL's other dialects stay out).
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv)
     try:
         TawaOptMain(description="tawa-xdsl driver", args=argv).run()
+    except BrokenPipeError:
+        return stdout_closed()
     except (ParseError, DiagnosticException, ValueError, OSError) as error:
         if debug:
             raise

@@ -646,3 +646,30 @@ def test_levels_to_run() -> None:
     assert levels_to_run("gpu") == ("tile", "gpu")
     with pytest.raises(LevelError, match="unknown level 'x'"):
         levels_to_run("tile,x")
+
+
+@pytest.mark.parametrize("tool", ["tawa", "tawa-opt"])
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(
+    tool: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tawa compile ... | head`: the printers stop quietly with the shell's SIGPIPE status."""
+    attention = ["--kernel", "attn_fwd", "--constexpr", "HEAD_DIM=64", "--constexpr",
+                 "BLOCK_M=128", "--constexpr", "BLOCK_N=64", "--constexpr", "CAUSAL=False",
+                 "--signature", "desc<1x128x64xf16>,desc<1x64x64xf16>,desc<1x64x64xf16>,"
+                 "desc<1x128x64xf16>,i32,f32"]  # fmt: skip
+    argv = {
+        "tawa": ["compile", str(ROOT / "examples" / "attention.py"), *attention],
+        "tawa-opt": [GEMM, "-p", "tawa-warp-specialize"],
+    }[tool]
+    main = {"tawa": tawa.main, "tawa-opt": tawa_opt.main}[tool]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone: the first write fails with EPIPE
+    saved = sys.stdout
+    sys.stdout = os.fdopen(write, "w", buffering=1)
+    try:
+        assert main(argv) == 141
+        print("x" * 100_000)  # stdout now goes nowhere, without an error
+    finally:
+        sys.stdout.close()
+        sys.stdout = saved
+    assert "Traceback" not in capsys.readouterr().err
