@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import is_side_effect_free
+from xdsl.transforms.dead_code_elimination import region_dce
 
 from tawa_xdsl.dialects import tile
 from tawa_xdsl.dialects.tile import ComparePredicate, element_type_of
@@ -183,18 +183,6 @@ def positive_step(loop: scf.ForOp) -> bool:
     )
 
 
-def erase_dead(ops: list[Operation]) -> None:
-    """Erase the side-effect-free ops of `ops` (and what they leave unused), last first."""
-    pending = list(ops)
-    while pending:
-        op = pending.pop()
-        if op.parent is None or any(r.uses for r in op.results) or not is_side_effect_free(op):
-            continue
-        operands = [o.owner for o in op.operands if isinstance(o, OpResult)]
-        Rewriter.erase_op(op)
-        pending += operands
-
-
 def split_loop(loop: scf.ForOp) -> bool:
     """Split `loop` where its analyzable masks may stop holding; False when it has none."""
     if not positive_step(loop):
@@ -216,13 +204,11 @@ def split_loop(loop: scf.ForOp) -> bool:
     first.operands = [loop.lb, split, loop.step, *loop.iter_args]
     loop.operands = [split, loop.ub, loop.step, *first.results]
     body = list(first.body.walk())
-    masks = []
     for index in wheres:
         where = body[index]
         assert isinstance(where, tile.WhereOp)
-        masks += [where.condition.owner, where.false_value.owner]
         Rewriter.replace_op(where, [], [where.true_value])
-    erase_dead([m for m in masks if isinstance(m, Operation)])
+    region_dce(first.body)  # the masks' compares and index tiles, now unused
     return True
 
 
