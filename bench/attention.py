@@ -49,7 +49,7 @@ import triton_attention_tma  # noqa: E402
 from attention_ptx import ptx_name  # noqa: E402
 
 from tawa_xdsl.diagnostics import TawaError  # noqa: E402
-from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
+from tawa_xdsl.kernels.attention import BLOCK_M, compile_attention, grid  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOKENS, HIDDEN = 16384, 2048
@@ -75,7 +75,19 @@ SCHEDULES = {
         "persistent": True,
         "stages": None,
     },
+    # experiments (NOTES round 9): FA3's d = 64 tile, 192 query rows on three consumer
+    # warpgroups of 64 (24/160 registers); FA3's d = 128 key block, 176 keys, 2-deep rings
+    "ours_m192": {"rotate": True, "pingpong": False, "split": True, "block_m": 192, "dims": (64,)},
+    "ours_n176": {
+        "rotate": True,
+        "pingpong": False,
+        "split": True,
+        "block_n": 176,
+        "stages": 2,
+        "dims": (128,),
+    },
 }
+EXPERIMENTS = ("ours_m192", "ours_n176")
 
 
 def tflops(row: dict, ms: float | None) -> float | None:
@@ -173,10 +185,12 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
     options = {"block_n": args.block_n, "stages": args.stages, "registers": registers,
                "group": heads // kv_heads}  # fmt: skip
     for name, schedule in SCHEDULES.items():
-        if name not in args.schedules.split(","):
+        if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
         pingpong = schedule["pingpong"] or args.pingpong
-        chosen = {**options, **{k: schedule[k] for k in ("persistent", "stages") if k in schedule}}
+        fixed = ("persistent", "stages", "block_m", "block_n")
+        chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
+        rows = grid(seq, batch * heads, chosen.get("block_m", BLOCK_M))
         try:
             kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
                                        pingpong=pingpong, split=schedule["split"],
@@ -184,7 +198,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         except TawaError as error:  # a schedule this shape cannot take: its column is null
             row[f"{name}_error"] = str(error).splitlines()[0]
             continue
-        launch = kernel.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
+        launch = kernel.prepare(rows, q, k, v, o, seq, sm_scale)
         measure(row, name, launch, ref, out=lambda: o.view_as(ref))
         before = Path(args.before or "") / ptx_name(d, dtype, causal, heads // kv_heads)
         if name == "ours" and args.before and before.exists():
@@ -199,7 +213,8 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         row[f"ratio_{peer}"] = (
             row["ours"] / row[peer] if row.get("ours") and row.get(peer) else None
         )
-    for name in ("ours_pingpong", "ours_single", "ours_straightforward", "ours_persistent"):
+    for name in ("ours_pingpong", "ours_single", "ours_straightforward", "ours_persistent",
+                 *EXPERIMENTS):  # fmt: skip
         if row.get("ours") and row.get(name):
             row[f"{name}_over_ours"] = row[name] / row["ours"]
     return row
@@ -225,6 +240,11 @@ def show(row: dict) -> str:
             f" | before {f(row.get('ours_before'))} x{g(row.get('ours_over_before'))}"
             if "ours_before" in row
             else ""
+        )
+        + "".join(
+            f" | {name[5:]} {f(row.get(name))} x{g(row.get(name + '_over_ours'))}"
+            for name in EXPERIMENTS
+            if name in row
         )
     )
 

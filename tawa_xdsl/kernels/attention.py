@@ -145,9 +145,12 @@ def default_block_n(head_dim: int) -> int:
     return 128
 
 
-def default_registers(head_dim: int, block_n: int) -> tuple[int, int] | None:
+def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
     """setmaxnreg (producer, consumer): 24/240 where S, S_next, P and O of d = 128 with 128
-    keys per step spill at 232 (ptxas: 16 bytes), else the groups' defaults (40/232)."""
+    keys per step spill at 232 (ptxas: 16 bytes); 24/160, the most three consumer warpgroups
+    may take; else the groups' defaults (40/232)."""
+    if consumers == 3:
+        return (24, 160)
     return (24, 240) if head_dim > 64 and block_n >= 128 else None
 
 
@@ -194,13 +197,17 @@ def compile_options(
     rotate: bool = True,
     split: bool = True,
     persistent: bool = False,
+    block_m: int = BLOCK_M,
 ) -> CompileOptions:
-    """The options of the tuned attention (`compile_attention` says what each one does)."""
+    """The options of the tuned attention (`compile_attention` says what each one does): one
+    consumer warpgroup per 64 query rows."""
+    consumers = block_m // 64
+    bn = block_n or default_block_n(head_dim)
     return CompileOptions(
         stages=stages,
         mma_depth=mma_depth,
-        consumers=2,
-        registers=registers or default_registers(head_dim, block_n or default_block_n(head_dim)),
+        consumers=consumers,
+        registers=registers or default_registers(head_dim, bn, consumers),
         pingpong=pingpong,
         rotate=rotate,
         split_loops=split,
@@ -223,6 +230,7 @@ def compile_attention(
     group: int = 1,
     split: bool = True,
     persistent: bool = False,
+    block_m: int = BLOCK_M,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -241,12 +249,12 @@ def compile_attention(
     `stages=2` to fit shared memory."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
-        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent
+        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m
     )
-    module = tile_module(head_dim, dtype, causal, bn, return_lse, group=group)
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)
 
 
-def grid(seq: int, batch_heads: int) -> tuple[int, int, int]:
-    """One program per 128 query rows of one (batch, head)."""
-    return (-(-seq // BLOCK_M), batch_heads, 1)
+def grid(seq: int, batch_heads: int, block_m: int = BLOCK_M) -> tuple[int, int, int]:
+    """One program per `block_m` query rows of one (batch, head)."""
+    return (-(-seq // block_m), batch_heads, 1)

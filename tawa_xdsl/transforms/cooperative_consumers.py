@@ -257,7 +257,7 @@ class CooperativeConsumersPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, PASS)
-        if self.consumers not in (None, 1, 2):
+        if self.consumers not in (None, 1, 2, 3):
             raise error(kernel, PASS, f"consumers must be 1 or 2 warpgroups, got {self.consumers}")
         for group in consumer_groups(kernel, PASS):
             split_rows(group, self.consumers or chosen_consumers(group))
