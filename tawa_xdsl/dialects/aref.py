@@ -68,6 +68,8 @@ from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from tawa_xdsl.dialects.nvgpu.hardware import SM_REGISTERS, WARPGROUP_THREADS
+
 # The discardable attribute the partition pass puts on every op of a tile kernel.
 ROLE_ATTR = "aref.role"
 # The discardable attribute lower-aref puts on each ring's barrier allocation (its name and
@@ -329,6 +331,15 @@ class WarpSpecializeOp(IRDLOperation):
             raise VerifyException(
                 "'aref.warp_specialize' needs exactly one producer group and at least one "
                 f"consumer group, got {[str(r) for r in roles]}"
+            )
+        # setmaxnreg.inc waits until the SM can hand out the registers: over budget it
+        # waits forever
+        budgets = [(g.registers.value.data, g.num_warpgroups) for g in self.groups()]
+        total = sum(registers * count for registers, count in budgets) * WARPGROUP_THREADS
+        if total > SM_REGISTERS:
+            raise VerifyException(
+                f"'aref.warp_specialize' groups' registers {budgets} (per thread, warpgroups) "
+                f"need {total} registers; an SM has {SM_REGISTERS}"
             )
 
 

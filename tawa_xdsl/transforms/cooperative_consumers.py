@@ -1,26 +1,28 @@
 """`cooperative-consumers`: the consumer group runs on several warpgroups that split the rows.
 
-With `consumers=2` every consumer group runs on 2 warpgroups (the decision is the group's
-`warpgroups(2)`) that split the M rows of each output tile. With `consumers` unset the pass
-chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128, else
-one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
-`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile: seeded
-by the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a kernel with
-no dot splits as a GEMM does) or, where there are neither, of the 2-D tiles of several rows
-read from the rings (a kernel reducing down the columns of what it reads), followed through
-elementwise ops, reductions, expand_dims, broadcast, reshape, trans, permute, join, split
-and loop-carried values. Each warpgroup w
-takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice` after each get),
-builds its own R-row splats and aranges, and writes its rows with `tile.store_slice`; R = M / 2.
-A reduction along the rows becomes `tile.reduce ... across(2)`: each warpgroup reduces its
-rows and gets the reduction over both. Every warpgroup gets and releases every use (lower-aref
-counts them on the empty barrier).
+With `consumers=2` (or 3) every consumer group runs on 2 (3) warpgroups (the decision is the
+group's `warpgroups(n)`) that split the M rows of each output tile. With `consumers` unset the
+pass chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128,
+else one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
+`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile: seeded by
+the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a kernel with no dot
+splits as a GEMM does) or, where there are neither, of the 2-D tiles of several rows read from
+the rings (a kernel reducing down the columns of what it reads), followed through elementwise
+ops, reductions, expand_dims, broadcast, reshape, trans, permute, join, split and loop-carried
+values. Each warpgroup w takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice`
+after each get), builds its own R-row splats and aranges, and writes its rows with
+`tile.store_slice`; R = M / n. A reduction along the rows becomes `tile.reduce ... across(n)`:
+each warpgroup reduces its rows and gets the reduction over all. Every warpgroup gets and
+releases every use (lower-aref counts them on the empty barrier). Where the groups' register
+budgets no longer fit the SM (three consumer warpgroups at distribute's 40/232), the producer
+drops to 24 registers and the consumers get the most that fits (160 for three); `set-registers`
+may override both.
 
 Options:
-  consumers: int | None = 1   cooperative consumer warpgroups: 1 (nothing to do), 2, or
-                              None (chosen from the tile rows, as above).
+  consumers: int | None = 1   cooperative consumer warpgroups: 1 (nothing to do), 2, 3, or
+                              None (chosen from the tile rows, as above: 1 or 2).
 
-Refused: input not produced by distribute, consumers not in {1, 2}, a tile whose rows cannot
+Refused: input not produced by distribute, consumers not in {1, 2, 3}, a tile whose rows cannot
 be split (a dot whose B operand depends on the rows, row counts that differ or are not a
 multiple of 64 per warpgroup).
 """
@@ -38,9 +40,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import aref, tile
+from tawa_xdsl.dialects.nvgpu.hardware import SM_REGISTERS, WARPGROUP_THREADS
 from tawa_xdsl.transforms.ws_utils import consumer_groups, error, find_kernel
 
 PASS = "cooperative-consumers"
+SM_THREAD_REGISTERS = SM_REGISTERS // WARPGROUP_THREADS  # per-thread registers of all groups
+MIN_REGISTERS = 24  # the least setmaxnreg takes
 
 # An equality between a dim of one value and a dim of another.
 _Link = tuple[SSAValue, int, SSAValue, int]
@@ -258,6 +263,25 @@ class CooperativeConsumersPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, PASS)
         if self.consumers not in (None, 1, 2, 3):
-            raise error(kernel, PASS, f"consumers must be 1 or 2 warpgroups, got {self.consumers}")
+            raise error(
+                kernel, PASS, f"consumers must be 1, 2 or 3 warpgroups, got {self.consumers}"
+            )
         for group in consumer_groups(kernel, PASS):
             split_rows(group, self.consumers or chosen_consumers(group))
+        for specialize in kernel.walk():
+            if isinstance(specialize, aref.WarpSpecializeOp):
+                fit_registers(specialize)
+
+
+def fit_registers(specialize: aref.WarpSpecializeOp) -> None:
+    """Budgets the SM can hold: unchanged where they fit, else the producer at the minimum and
+    the consumers sharing the rest (multiples of 8)."""
+    groups = specialize.groups()
+    if sum(g.registers.value.data * g.num_warpgroups for g in groups) <= SM_THREAD_REGISTERS:
+        return
+    producers = [g for g in groups if g.role.data == aref.Role.PRODUCER]
+    left = SM_THREAD_REGISTERS - MIN_REGISTERS * sum(g.num_warpgroups for g in producers)
+    consumer = left // sum(g.num_warpgroups for g in groups if g not in producers) // 8 * 8
+    for group in groups:
+        budget = MIN_REGISTERS if group in producers else consumer
+        group.registers = IntegerAttr(budget, i32)

@@ -146,7 +146,23 @@ func.func @f() {
       %w = aref.warpgroup_index : i32
     }
     // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'aref.group' warpgroups must be 1..3, got 4
-    aref.group consumer warpgroups(4) registers(232) {
+    aref.group consumer warpgroups(4) registers(24) {
+      %w = aref.warpgroup_index : i32
+    }
+  }
+  func.return
+}
+
+// -----
+
+// warp_specialize: budgets the SM's 64K registers cannot hold (setmaxnreg.inc would wait forever)
+func.func @f() {
+  // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:3: error: 'aref.warp_specialize' groups' registers [(40, 1), (232, 3)] (per thread, warpgroups) need 94208 registers; an SM has 65536
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    aref.group consumer warpgroups(3) registers(232) {
       %w = aref.warpgroup_index : i32
     }
   }

@@ -24,7 +24,7 @@ func.func @gemm_ws(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<64x128xf
   // CHECK-NEXT:       aref.put %ring[%i], %a, %b : !aref.ring<[tensor<128x64xf16>, tensor<64x128xf16>], 2>, tensor<128x64xf16>, tensor<64x128xf16>
   // CHECK-NEXT:     }
   // CHECK-NEXT:   }
-  // CHECK-NEXT:   aref.group consumer warpgroups(2) registers(232) {
+  // CHECK-NEXT:   aref.group consumer warpgroups(2) registers(160) {
   // CHECK-NEXT:     %wg = aref.warpgroup_index : i32
   // CHECK-NEXT:     scf.for %j = %c0 to %k_tiles step %c1 : i32 {
   // CHECK-NEXT:       %x, %y = aref.get %ring[%j] : !aref.ring<[tensor<128x64xf16>, tensor<64x128xf16>], 2> -> tensor<128x64xf16>, tensor<64x128xf16>
@@ -46,7 +46,7 @@ func.func @gemm_ws(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<64x128xf
         aref.put %ring[%i], %a, %b : !aref.ring<[tensor<128x64xf16>, tensor<64x128xf16>], 2>, tensor<128x64xf16>, tensor<64x128xf16>
       }
     }
-    aref.group consumer warpgroups(2) registers(232) {
+    aref.group consumer warpgroups(2) registers(160) {
       %wg = aref.warpgroup_index : i32
       scf.for %j = %c0 to %k_tiles step %c1 : i32 {
         %x, %y = aref.get %ring[%j] : !aref.ring<[tensor<128x64xf16>, tensor<64x128xf16>], 2> -> tensor<128x64xf16>, tensor<64x128xf16>
@@ -64,7 +64,7 @@ func.func @gemm_ws(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<64x128xf
 // GENERIC: "aref.warp_specialize"() ({
 // GENERIC: "aref.group"() <{role = #aref<role producer>, warpgroups = 1 : i32, registers = 40 : i32}> ({
 // GENERIC: "aref.put"(%ring, %i, %a, %b)
-// GENERIC: "aref.group"() <{role = #aref<role consumer>, warpgroups = 2 : i32, registers = 232 : i32}> ({
+// GENERIC: "aref.group"() <{role = #aref<role consumer>, warpgroups = 2 : i32, registers = 160 : i32}> ({
 // GENERIC: "aref.warpgroup_index"() : () -> i32
 // GENERIC: %x, %y = "aref.get"(%ring, %j)
 // GENERIC: "aref.consumed"(%ring, %j)

@@ -22,4 +22,5 @@
 // ONE:       aref.group consumer warpgroups(1) registers(232) {
 // ONE-NOT:   tile.extract_slice
 
-// BAD: error: cooperative-consumers: consumers must be 1 or 2 warpgroups, got 3
+// 128 rows do not split into three warpgroups of a multiple of 64 rows (three: cooperative-consumers-three.mlir).
+// BAD: error: cooperative-consumers: cannot split rows [128] into 3 warpgroups of a multiple of 64 rows

@@ -84,20 +84,20 @@ func.func @register_payload(%n: i32) {
   %c1 = arith.constant 1 : i32
   %p = aref.create : !aref.ring<[tensor<64x64xf32>], 3>
   aref.warp_specialize {
-    aref.group producer warpgroups(1) registers(40) {
+    aref.group producer warpgroups(1) registers(24) {
       scf.for %i = %c0 to %n step %c1 : i32 {
         %f = arith.constant 1.0 : f32
         %v = tile.splat %f : f32 -> tensor<64x64xf32>
         aref.put %p[%i], %v : !aref.ring<[tensor<64x64xf32>], 3>, tensor<64x64xf32>
       }
     }
-    aref.group consumer warpgroups(1) registers(232) {
+    aref.group consumer warpgroups(1) registers(160) {
       scf.for %j = %c0 to %n step %c1 : i32 {
         %x = aref.get %p[%j] : !aref.ring<[tensor<64x64xf32>], 3> -> tensor<64x64xf32>
         aref.consumed %p[%j] : !aref.ring<[tensor<64x64xf32>], 3>
       }
     }
-    aref.group consumer warpgroups(2) registers(232) {
+    aref.group consumer warpgroups(2) registers(160) {
       scf.for %j = %c0 to %n step %c1 : i32 {
         %x = aref.get %p[%j] : !aref.ring<[tensor<64x64xf32>], 3> -> tensor<64x64xf32>
         aref.consumed %p[%j] : !aref.ring<[tensor<64x64xf32>], 3>
