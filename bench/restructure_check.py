@@ -142,7 +142,7 @@ def attention_rows(old_dir: Path, seq: int) -> list[dict]:
                 old_file = old_dir / f"attn_d{d}_{dname}_{'causal' if causal else 'full'}.ptx"
                 if not old_file.exists():
                     continue
-                new = attention.compile_attention(d, dname, causal, block_m=attention.BLOCK_M)
+                new = attention.compile_attention(d, dname, causal)
                 old = dataclasses.replace(new, ptx=old_file.read_text())
                 heads, batch = 2048 // d, 16384 // seq
                 bh = batch * heads

@@ -97,17 +97,10 @@ def attention_module(
     (`attention.compile_options`: the rotated software pipeline among them)."""
     from tawa_xdsl.kernels import attention
 
-    block_n, block_m = attention.default_block_n(head_dim), attention_rows(head_dim, causal)
+    block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
-    module = attention.tile_module(head_dim, short, causal, block_n, return_lse, block_m, group)
-    return module, attention.compile_options(head_dim, block_n, block_m=block_m)
-
-
-def attention_rows(head_dim: int, causal: bool) -> int:
-    """Query rows per program of the attention kernel (`attention.default_block_m`)."""
-    from tawa_xdsl.kernels import attention
-
-    return attention.default_block_m(head_dim, causal)
+    module = attention.tile_module(head_dim, short, causal, block_n, return_lse, group=group)
+    return module, attention.compile_options(head_dim, block_n)
 
 
 TL_TYPES = {
@@ -484,7 +477,7 @@ def attention_impl(
         args.append(lse)
     program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse), group)
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
-    program.run((cdiv(seq, attention_rows(head_dim, causal)), rows, 1), [*args, seq, sm_scale])
+    program.run((cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
     out = o.reshape(batch, heads, seq, head_dim)
     if return_lse:
         return out, lse.reshape(batch, heads, seq)

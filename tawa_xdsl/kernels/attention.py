@@ -15,16 +15,15 @@ The element type (f16 or bf16) is the descriptors': P is rounded to V's type bef
 O's type. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
 tensor.
 
-For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 64; 192 on
-three at d = 64 without a causal mask, `default_block_m`):
+For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 64):
 
-    from tawa_xdsl.kernels.attention import compile_attention, default_block_m, grid
+    from tawa_xdsl.kernels.attention import compile_attention, grid
     kernel = compile_attention(head_dim=128, dtype="bf16", causal=True)
     kernel.launch(grid(seq, batch_heads), q, k, v, o, seq, sm_scale)   # [B*H, seq, d] tensors
     kernel = compile_attention(head_dim=128, return_lse=True)          # also the log-sum-exp:
     kernel.launch(grid(seq, batch_heads), q, k, v, o, lse, seq, sm_scale)  # lse [B*H, seq] f32
-    kernel = compile_attention(head_dim=64)                            # 192 rows per program:
-    kernel.launch(grid(seq, batch_heads, default_block_m(64, False)), q, k, v, o, seq, sm_scale)
+    kernel = compile_attention(head_dim=64, block_m=192)              # 3 consumer warpgroups
+    kernel.launch(grid(seq, batch_heads, 192), q, k, v, o, seq, sm_scale)
 
 The lse tensor's row stride must be a multiple of 4 elements (16 bytes, for TMA).
 `examples/attention.mlir` and `attention_causal.mlir` are hand-written d = 64, f16 forms of
@@ -42,7 +41,7 @@ import tawa_xdsl.language as tl
 from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 
-BLOCK_M = 128  # two consumer warpgroups of 64 rows (192 at d = 64: `default_block_m`)
+BLOCK_M = 128  # two consumer warpgroups of 64 rows
 DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
 
 
@@ -148,15 +147,6 @@ def default_block_n(head_dim: int) -> int:
     return 128
 
 
-def default_block_m(head_dim: int, causal: bool) -> int:
-    """Query rows per program, one consumer warpgroup per 64: 192 (three warpgroups, FA3's
-    d = 64 tile) for d <= 64 without a causal mask, +6-13% over 128 on the H200; else 128.
-    Causal, 192 rows meet two masked key blocks per tile instead of one, and the masked loop
-    spills at the 160 registers three warpgroups get (-5 to -19% below 16K: bench/NOTES.md,
-    round 9)."""
-    return 192 if head_dim <= 64 and not causal else BLOCK_M
-
-
 def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
     """setmaxnreg (producer, consumer): 24/240 where S, S_next, P and O of d = 128 with 128
     keys per step spill at 232 (ptxas: 16 bytes) on two consumer warpgroups; else what the
@@ -240,7 +230,7 @@ def compile_attention(
     group: int = 1,
     split: bool = True,
     persistent: bool = False,
-    block_m: int | None = None,
+    block_m: int = BLOCK_M,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -256,13 +246,16 @@ def compile_attention(
     (CompileOptions.split_loops): the key blocks no mask touches in a loop of their own;
     `persistent`: one program per SM walks the row blocks (launched the same way: the
     compiled kernel maps the grid). Q's ring is as deep as K's and V's, so at d = 128 it needs
-    `stages=2` to fit shared memory. `block_m` query rows per program (a multiple of 64, one
-    consumer warpgroup each; `default_block_m`): launch it over `grid(seq, heads, block_m)`."""
-    bn, bm = block_n or default_block_n(head_dim), block_m or default_block_m(head_dim, causal)
+    `stages=2` to fit shared memory. `block_m` query rows per program, a multiple of 64 (one
+    consumer warpgroup each): launch it over `grid(seq, heads, block_m)`. 192 (three
+    warpgroups, FA3's d = 64 tile) is 6-13% faster at d = 64 without a causal mask on the
+    H200, but its masked key loop spills at the 160 registers three warpgroups get (568
+    bytes), so it is not the default (bench/NOTES.md, round 9)."""
+    bn = block_n or default_block_n(head_dim)
     options = compile_options(
-        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, bm
+        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m
     )
-    module = tile_module(head_dim, dtype, causal, bn, return_lse, bm, group)
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)
 
 

@@ -1,9 +1,9 @@
 """The generated warp-specialized attention forward on the GPU against a float32 reference.
 
 The library kernel `tawa_xdsl.kernels.attention.attn_fwd` (through `compile_attention`:
-BLOCK_M = 128 over two consumer warpgroups, 192 over three at d = 64 without a causal mask,
-BLOCK_N = 128; setmaxnreg 24/240 at d = 128, 24/160 on three; the rotated key loop by default,
-the straightforward schedule and the other row blocks among the variants) ->
+BLOCK_M = 128 over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128; the
+rotated key loop by default; the straightforward schedule and 192 rows over three consumer
+warpgroups (24/160) among the variants) ->
 compile_to_ptx -> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned
 output. Head dims 64 and 128, causal and not, f16 and bf16, sequence lengths that are and are
 not multiples of the blocks (TMA zero-fill, masked keys, clipped stores).
@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from tawa_xdsl.kernels.attention import compile_attention, default_block_m, grid
+from tawa_xdsl.kernels.attention import BLOCK_M, compile_attention, grid
 
 torch = pytest.importorskip("torch")
 
@@ -44,7 +44,7 @@ def test_attention_matches_float32(dtype: str, head_dim: int, causal: bool, seq:
     o = torch.full(shape, float("nan"), device="cuda", dtype=DTYPES[dtype])
     sm_scale = 1.0 / math.sqrt(head_dim)
     kernel = compile_attention(head_dim, dtype, causal)
-    kernel.launch(grid(seq, heads, default_block_m(head_dim, causal)), q, k, v, o, seq, sm_scale)
+    kernel.launch(grid(seq, heads), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     expected = reference(q, k, v, sm_scale, causal)
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
@@ -57,8 +57,7 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     "pingpong": {"pingpong": True},
     "straightforward-pingpong": {"rotate": False, "pingpong": True},
     "bn64": {"block_n": 64},
-    "m128": {"block_m": 128},  # two consumer warpgroups where the default is three
-    "m192": {"block_m": 192},  # three where it is two (d = 128: 24/160 registers, spills)
+    "m192": {"block_m": 192},  # three consumer warpgroups (24/160; d = 128 spills)
 }
 
 
@@ -78,7 +77,7 @@ def test_attention_variants_match_float32(
     o = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
     sm_scale = 1.0 / math.sqrt(head_dim)
     kernel = compile_attention(head_dim, "f16", causal, **VARIANTS[variant])
-    rows = VARIANTS[variant].get("block_m", default_block_m(head_dim, causal))
+    rows = VARIANTS[variant].get("block_m", BLOCK_M)
     kernel.launch(grid(seq, 3, rows), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     expected = reference(q, k, v, sm_scale, causal)
@@ -125,8 +124,7 @@ def test_attention_log_sum_exp(head_dim: int, causal: bool, seq: int) -> None:
     lse = padded[:, :seq]
     sm_scale = 1.0 / math.sqrt(head_dim)
     kernel = compile_attention(head_dim, "f16", causal, return_lse=True)
-    rows = default_block_m(head_dim, causal)
-    kernel.launch(grid(seq, heads, rows), q, k, v, o, lse, seq, sm_scale)
+    kernel.launch(grid(seq, heads), q, k, v, o, lse, seq, sm_scale)
     torch.cuda.synchronize()
     s = torch.einsum("hqd,hkd->hqk", q.float(), k.float()) * sm_scale
     if causal:

@@ -92,7 +92,7 @@ def test_create_put_get_consumed() -> None:
 
 def test_warp_specialize_with_groups() -> None:
     op = WarpSpecializeOp(
-        [group(Role.PRODUCER), group(Role.CONSUMER, 2), group(Role.CONSUMER, 3, 24)]
+        [group(Role.PRODUCER), group(Role.CONSUMER, 2, 160), group(Role.CONSUMER, 3, 24)]
     )
     op.verify()
     assert [g.role for g in op.groups()] == [
@@ -102,6 +102,13 @@ def test_warp_specialize_with_groups() -> None:
     ]
     assert [g.num_warpgroups for g in op.groups()] == [1, 2, 3]
     assert op.groups()[2].registers.value.data == 24
+
+
+def test_warp_specialize_refuses_budgets_over_the_register_file() -> None:
+    """setmaxnreg.inc waits until the SM can give the registers: over 64K, forever."""
+    op = WarpSpecializeOp([group(Role.PRODUCER), group(Role.CONSUMER, 3)])  # 40 + 3 * 232
+    with pytest.raises(VerifyException, match=r"need 94208 registers; an SM has 65536"):
+        op.verify()
 
 
 def test_warpgroup_index() -> None:

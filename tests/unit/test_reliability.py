@@ -177,10 +177,14 @@ ROWS = [
     Row("opt-depth-zero", "tawa-opt",
         lambda t: [GEMM, "-p", "partition,insert-aref,ring-depth{stages=0}"], 1,
         r".*gemm\.mlir:5:1: error: ring-depth: stages must be at least 1, got 0"),
-    Row("opt-three-consumers", "tawa-opt",
+    Row("opt-four-consumers", "tawa-opt",
+        lambda t: [GEMM, "-p", "tawa-warp-specialize{consumers=4}"], 1,
+        r".*gemm\.mlir:5:1: error: cooperative-consumers: consumers must be 1, 2 or 3 "
+        r"warpgroups, got 4"),
+    Row("opt-three-consumers-128-rows", "tawa-opt",
         lambda t: [GEMM, "-p", "tawa-warp-specialize{consumers=3}"], 1,
-        r".*gemm\.mlir:5:1: error: cooperative-consumers: consumers must be 1 or 2 warpgroups, "
-        r"got 3"),
+        r".*error: cooperative-consumers: cannot split rows \[128\] into 3 warpgroups of a "
+        r"multiple of 64 rows"),
     Row("opt-pingpong-one-slot", "tawa-opt",
         lambda t: [ATTENTION, "-p", "tawa-warp-specialize{stages=1 consumers=2 pingpong=true}"],
         1, r".*attention\.mlir:\d+:\d+: error: ring-depth: stages=1 with pingpong: one-slot "

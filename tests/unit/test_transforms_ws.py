@@ -177,9 +177,9 @@ def test_a_uniform_if_runs_in_both_groups_with_the_use_counter() -> None:
         np.testing.assert_array_equal(got, answer)
 
 
-def test_refuses_three_consumers(kernels):
-    with pytest.raises(TawaError, match="consumers must be 1 or 2 warpgroups, got 3$") as info:
-        warp_specialize(kernels["gemm"], consumers=3)
+def test_refuses_four_consumers(kernels):
+    with pytest.raises(TawaError, match="consumers must be 1, 2 or 3 warpgroups, got 4$") as info:
+        warp_specialize(kernels["gemm"], consumers=4)
     assert str(info.value).startswith(str(EXAMPLES / "gemm.mlir"))
 
 
