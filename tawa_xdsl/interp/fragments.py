@@ -33,6 +33,7 @@ FRAGMENT_LAYOUTS: dict[FragmentLayout, Any] = {
     FragmentLayout.WGMMA_ACC: fragment_layouts.WGMMA_ACC,
     FragmentLayout.WGMMA_ROW: fragment_layouts.WGMMA_ROW,
     FragmentLayout.WGMMA_OPERAND_A: fragment_layouts.WGMMA_OPERAND_A,
+    FragmentLayout.WGMMA_OPERAND_A8: fragment_layouts.WGMMA_OPERAND_A8,
     FragmentLayout.WGMMA_COL: fragment_layouts.WGMMA_COL,
 }
 
@@ -204,8 +205,11 @@ def _unary(ev: Evaluator, op: nvgpu.FragmentUnaryOp, operands: list[Any]) -> tup
 
 def _convert(ev: Evaluator, op: nvgpu.FragmentConvertOp, operands: list[Any]) -> tuple:
     """Register by register: an acc -> operand_a conversion keeps every value in place, so
-    the A layout must agree with the accumulator's for the result to be right."""
+    the A layout must agree with the accumulator's for the result to be right. Into
+    operand_a8 the values move: each goes where the fp8 layout's `coords` put its element."""
     (source,) = _values(op, operands)
+    if fragment_type(op.result.type).kind == FragmentLayout.WGMMA_OPERAND_A8:
+        source = to_tile(op.source.type, source)[coords_of(op.result.type)]  # still f32
     with np.errstate(all="ignore"):
         return (convert(source, dtype_of(op.result.type)),)
 

@@ -42,14 +42,15 @@ from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 
 BLOCK_M = 128  # two consumer warpgroups of 64 rows
-DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16}
+DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16, "e4m3": tl.float8e4nv}
+OUT_DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16, "e4m3": tl.bfloat16}  # fp8 in, bf16 out
 
 
 @tawa_xdsl.jit
 def attn_inner(
     acc, l_i, m_i, q, k_desc, v_desc, head, off_m, seq, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr,
+    CAUSAL: tl.constexpr, V_T: tl.constexpr,
 ):  # fmt: skip
     """Fold the key blocks of this program's rows into (acc, l_i, m_i): one masked loop, as
     a user writes it. The compiler splits it (split-masked-loops): the blocks no mask touches
@@ -74,7 +75,10 @@ def attn_inner(
         p = tl.exp2(qk * qk_scale - m_ij[:, None])
         alpha = tl.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        if V_T:  # V^T [d, keys]: keys contiguous, the K-major B fp8 wgmma needs
+            v = v_desc.load([head, 0, start_n]).reshape([HEAD_DIM, BLOCK_N]).T
+        else:
+            v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
         acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
         m_i = m_ij
     return acc, l_i, m_i
@@ -84,7 +88,7 @@ def attn_inner(
 def attn_rows(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr, V_T: tl.constexpr,
 ):  # fmt: skip
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
@@ -103,7 +107,7 @@ def attn_rows(
         kv_head = head // GROUP
     acc, l_i, m_i = attn_inner(
         acc, l_i, m_i, q, k_desc, v_desc, kv_head, off_m, seq, qk_scale,
-        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+        HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, V_T,
     )  # fmt: skip
     out = acc / l_i[:, None]
     o_desc.store([head, off_m, 0], out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
@@ -114,11 +118,11 @@ def attn_rows(
 def attn_fwd(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, V_T: tl.constexpr = False,
 ):  # fmt: skip
     attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP,
+        GROUP, V_T,
     )  # fmt: skip
 
 
@@ -126,13 +130,13 @@ def attn_fwd(
 def attn_fwd_lse(
     q_desc, k_desc, v_desc, o_desc, lse_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
+    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, V_T: tl.constexpr = False,
 ):  # fmt: skip
     """attn_fwd that also writes each row's log-sum-exp of the scaled scores, natural log
     (what a backward pass needs): ln(sum_j exp(s_j)) = (m_i + log2(l_i)) * ln(2)."""
     head, off_m, m_i, l_i = attn_rows(
         q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-        GROUP,
+        GROUP, V_T,
     )  # fmt: skip
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     lse_desc.store([head, off_m], lse.reshape([1, BLOCK_M]))
@@ -164,17 +168,20 @@ def tile_module(
     group: int = 1,
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
-    Q, K, V and O of `dtype` ("f16" or "bf16"; a fresh module); `group` query heads share each
-    K/V head (GQA)."""
+    Q, K, V of `dtype` ("f16", "bf16" or "e4m3") and O of `OUT_DTYPES[dtype]` (a fresh
+    module); `group` query heads share each K/V head (GQA). With e4m3, V comes transposed
+    ([B*H, d, seq]: fp8 wgmma reads its B operand K-major only) and P is rounded to e4m3."""
     if dtype not in DTYPES:
-        raise ValueError(f"attention: dtype must be f16 or bf16, got {dtype}")
+        raise ValueError(f"attention: dtype must be f16, bf16 or e4m3, got {dtype}")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
+    v_transposed = dtype == "e4m3"
+    v_block = (1, head_dim, bn) if v_transposed else (1, bn, head_dim)
     lse = [DescriptorArg(tl.float32, (1, block_m))] if return_lse else []
     kernel = (attn_fwd_lse if return_lse else attn_fwd).compile(
         DescriptorArg(element, (1, block_m, head_dim)),
         DescriptorArg(element, (1, bn, head_dim)),
-        DescriptorArg(element, (1, bn, head_dim)),
-        DescriptorArg(element, (1, block_m, head_dim)),
+        DescriptorArg(element, v_block),
+        DescriptorArg(OUT_DTYPES[dtype], (1, block_m, head_dim)),
         *lse,
         ScalarArg(tl.int32),
         ScalarArg(tl.float32),
@@ -183,6 +190,7 @@ def tile_module(
         BLOCK_N=bn,
         CAUSAL=causal,
         GROUP=group,
+        V_T=v_transposed,
     )
     return kernel.module.clone()
 

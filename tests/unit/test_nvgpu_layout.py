@@ -13,6 +13,7 @@ from tawa_xdsl.dialects.nvgpu.layout import (
     WGMMA_ACC,
     WGMMA_COL,
     WGMMA_OPERAND_A,
+    WGMMA_OPERAND_A8,
     WGMMA_ROW,
     FragmentLayout,
     layout_of,
@@ -164,6 +165,36 @@ def test_operand_a_k_slice_registers_hold_that_slice():
                     assert 16 * kk <= col < 16 * (kk + 1)
 
 
+@pytest.mark.parametrize("shape", [(64, 32), (128, 128), (64, 64)])
+def test_operand_a8_is_cutes_fp8_a_layout(shape):
+    """Every (thread, value) lands where CuTe's `ALayout_64x32 = ((4,8,4),(4,2,2)):
+    ((256,1,16),(64,8,1024))` (m + 64 k of one 64x32 slice) puts it, once, and `owner`
+    inverts `coords`."""
+    seen = set()
+    for t in range(128):
+        for v in range(WGMMA_OPERAND_A8.values_per_thread(shape)):
+            row, col = WGMMA_OPERAND_A8.coords(shape, t, v)
+            assert WGMMA_OPERAND_A8.owner(shape, row, col) == (t, v)
+            block, i = divmod(v, shape[1] // 2)
+            k_slice, w = divmod(i, 16)
+            index = 256 * (t % 4) + (t // 4) % 8 + 16 * (t // 32)
+            index += 64 * (w % 4) + 8 * ((w // 4) % 2) + 1024 * (w // 8)
+            assert (row - 64 * block, col - 32 * k_slice) == (index % 64, index // 64)
+            seen.add((row, col))
+    assert len(seen) == shape[0] * shape[1]
+
+
+def test_operand_a8_k_slice_registers_hold_that_slice():
+    shape = (128, 64)
+    for block in range(2):
+        for kk in range(2):
+            for reg in WGMMA_OPERAND_A8.k_slice_registers(shape, block, kk):
+                for value in range(4 * reg, 4 * reg + 4):  # four 8-bit values per register
+                    row, col = WGMMA_OPERAND_A8.coords(shape, 0, value)
+                    assert 64 * block <= row < 64 * (block + 1)
+                    assert 32 * kk <= col < 32 * (kk + 1)
+
+
 @pytest.mark.parametrize(
     ("kind", "shape", "message"),
     [
@@ -171,6 +202,7 @@ def test_operand_a_k_slice_registers_hold_that_slice():
         (FragmentLayout.WGMMA_ACC, (64, 12), "columns must be a multiple of 8 in 8..256"),
         (FragmentLayout.WGMMA_ROW, (96,), "rows must be a positive multiple of 64, got 96"),
         (FragmentLayout.WGMMA_OPERAND_A, (64, 8), "multiple of 16 (wgmma K), got 8"),
+        (FragmentLayout.WGMMA_OPERAND_A8, (64, 48), "multiple of 32 (wgmma K), got 48"),
     ],
 )
 def test_check_rejects_shapes_the_layout_cannot_hold(kind, shape, message):

@@ -27,6 +27,8 @@ from tawa_xdsl.dialects.nvgpu import FP8_TYPES as FP8
 from tawa_xdsl.dialects.nvgpu import (
     SWIZZLE_128B_SPAN,
     SWIZZLE_CHUNK_BYTES,
+    WGMMA_ACC,
+    WGMMA_OPERAND_A8,
     WGMMA_ROW,
     FragmentLayout,
     FragmentType,
@@ -185,7 +187,9 @@ def fragment_convert(p: KernelPrinter, op: Operation) -> None:
     wide = dst if isinstance(dst_ty.element_type, Float32Type) else None
     wide = _widened(p, src_ty.element_type, src, values, wide)
     element = dst_ty.element_type
-    if isinstance(element, FP8):
+    if dst_ty.kind == FragmentLayout.WGMMA_OPERAND_A8:
+        _quad_exchange_fp8(p, FP8_NAMES[str(element)], dst_ty, dst, wide)
+    elif isinstance(element, FP8):
         _pack_fp8(p, FP8_NAMES[str(element)], dst, wide)
     elif packed(dst_ty):
         for k, d in enumerate(dst):
@@ -222,6 +226,46 @@ def _pack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> No
             p.b.emit(f"mov.b32 {d}, {{{halves[0]}, {halves[1]}}}")
         else:
             p.b.cvt("u32", "u16", d, halves[0])
+
+
+def _quad_exchange_fp8(
+    p: KernelPrinter, name: str, ty: FragmentType, dst: list[Reg], src: list[Reg]
+) -> None:
+    """An f32 accumulator into wgmma's fp8 A registers (WGMMA_OPERAND_A8). Per row (r or
+    r + 8) and 16 columns, quad lane t holds columns 2t, 2t + 1 and 8 + 2t, 9 + 2t; it packs
+    them as one register (low half the first pair). Lane c needs columns 4c..4c + 3: the low
+    halves of lanes 2c and 2c + 1 for c < 2, else the high halves of lanes 2c - 4 and
+    2c - 3 (two shuffles and a byte permute per register)."""
+    b, shape = p.b, tuple(ty.get_shape())
+    lane = b.new("b32")
+    b.special(lane, "%laneid")
+    quad_lane, first = b.new("b32"), b.new("b32")
+    b.binary("and.b32", quad_lane, lane, 3)
+    b.binary("shl.b32", first, quad_lane, 1)
+    b.binary("and.b32", first, first, 3)  # 2c mod 4: 0 or 2
+    base = b.new("b32")
+    b.binary("and.b32", base, lane, 0x1C)
+    b.binary("or.b32", first, first, base)
+    second = b.new("b32")
+    b.binary("add.u32", second, first, 1)
+    high = b.new("pred")
+    b.setp("gt", "u32", high, quad_lane, 1)
+    selector = b.new("b32")
+    b.emit(f"selp.b32 {selector}, 0x7632, 0x5410, {high}")
+
+    def value(row: int, col: int) -> Reg:  # the accumulator value thread 0's pattern names
+        return src[WGMMA_ACC.owner(shape, row, col)[1]]
+
+    for index, reg in enumerate(dst):
+        row, col = WGMMA_OPERAND_A8.value_offset(shape, 4 * index)  # lane 0's first k
+        lo, hi = b.new("b16"), b.new("b16")
+        b.emit(f"cvt.rn.satfinite.{name}x2.f32 {lo}, {value(row, col + 1)}, {value(row, col)}")
+        b.emit(f"cvt.rn.satfinite.{name}x2.f32 {hi}, {value(row, col + 9)}, {value(row, col + 8)}")
+        own, got0, got1 = b.new("b32"), b.new("b32"), b.new("b32")
+        b.emit(f"mov.b32 {own}, {{{lo}, {hi}}}")
+        b.emit(f"shfl.sync.idx.b32 {got0}, {own}, {first}, 31, 0xffffffff")
+        b.emit(f"shfl.sync.idx.b32 {got1}, {own}, {second}, 31, 0xffffffff")
+        b.emit(f"prmt.b32 {reg}, {got0}, {got1}, {selector}")
 
 
 def _unpack_fp8(p: KernelPrinter, name: str, dst: list[Reg], src: list[Reg]) -> None:

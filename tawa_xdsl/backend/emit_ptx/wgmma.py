@@ -15,7 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from tawa_xdsl.backend.emit_ptx.kernel import Handlers, KernelPrinter, fail, frag_type
 from tawa_xdsl.backend.ptx import Reg
 from tawa_xdsl.dialects import nvgpu
-from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_ACC, WGMMA_OPERAND_A, SmemType
+from tawa_xdsl.dialects.nvgpu import FP8_TYPES, WGMMA_ACC, SmemType
 
 HANDLERS = Handlers()
 DESCRIPTOR_START_MASK = 0x3FFF  # bits 13..0: (address & 0x3FFFF) >> 4 (§4.3)
@@ -99,7 +99,7 @@ def wgmma_mma_async(p: KernelPrinter, op: nvgpu.WgmmaMmaAsyncOp | nvgpu.WgmmaMma
         block_acc = [acc[v] for v in WGMMA_ACC.block_values(acc_shape, block)]
         for kk in range(k_steps):
             if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp):
-                regs = WGMMA_OPERAND_A.k_slice_registers(a_shape, block, kk)
+                regs = frag_type(op.a).layout_object.k_slice_registers(a_shape, block, kk)
                 a_operand: Reg | list[Reg] = [a_regs[i] for i in regs]
             else:
                 a_operand = desc_plus(p, desc_a, a_steps[block * k_steps + kk])

@@ -179,7 +179,8 @@ class FragmentConvertOp(IRDLOperation):
     `cvt.rn.satfinite.e4m3x2.f32`, ...), packing 16-bit results in pairs.
 
     The layout is kept, except that a wgmma_acc fragment may become a wgmma_operand_a
-    fragment of the same shape: the registers are the same (§4.4)."""
+    fragment of the same shape (the registers are the same, §4.4) or, converting to fp8, a
+    wgmma_operand_a8 one (each thread gets four consecutive columns of its quad's)."""
 
     name = "nvgpu.fragment_convert"
 
@@ -194,14 +195,14 @@ class FragmentConvertOp(IRDLOperation):
 
     def verify_(self) -> None:
         src, dst = fragment_type(self.source), fragment_type(self.result)
-        relayout = (src.kind, dst.kind) == (
-            FragmentLayout.WGMMA_ACC,
+        relayout = src.kind == FragmentLayout.WGMMA_ACC and dst.kind in (
             FragmentLayout.WGMMA_OPERAND_A,
+            FragmentLayout.WGMMA_OPERAND_A8,
         )
         if src.get_shape() != dst.get_shape() or (src.kind != dst.kind and not relayout):
             raise VerifyException(
                 f"'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc "
-                f"into wgmma_operand_a), got {src} -> {dst}"
+                f"into wgmma_operand_a or wgmma_operand_a8), got {src} -> {dst}"
             )
 
 
@@ -479,7 +480,7 @@ class FragmentStoreGlobalOp(IRDLOperation):
     def verify_(self) -> None:
         frag, desc = fragment_type(self.value), self.desc.type
         assert isinstance(desc, DescType)
-        if frag.kind == FragmentLayout.WGMMA_OPERAND_A:
+        if frag.kind in (FragmentLayout.WGMMA_OPERAND_A, FragmentLayout.WGMMA_OPERAND_A8):
             raise VerifyException(
                 f"'nvgpu.fragment_store_global' needs a wgmma_acc or wgmma_row fragment, got {frag}"
             )

@@ -42,6 +42,7 @@ class FragmentLayout(StrEnum):
     WGMMA_ACC = auto()
     WGMMA_ROW = auto()
     WGMMA_OPERAND_A = auto()
+    WGMMA_OPERAND_A8 = auto()
     WGMMA_COL = auto()
 
 
@@ -246,7 +247,7 @@ class WgmmaOperandALayout:
     Each k16 slice is laid out as an m64n16 accumulator, so value i of a 64xK tile is at the
     accumulator position of a 64xK tile: A = convert(acc) needs no data movement (the FA3
     P @ V identity). Register j of k-slice s packs values 8s + 2j (low) and 8s + 2j + 1 (high).
-    The fp8 A layout differs and is not modelled.
+    The fp8 A layout differs (`WgmmaOperandA8Layout`).
     """
 
     name: str = "wgmma_operand_a"
@@ -283,6 +284,64 @@ class WgmmaOperandALayout:
         """The four packed 32-bit registers that are wgmma's `{a0, a1, a2, a3}` for k16
         slice `k_slice` of 64-row block `block` (two 16-bit values per register)."""
         first = block * (shape[1] // 4) + 4 * k_slice
+        return range(first, first + 4)
+
+
+@dataclass(frozen=True)
+class WgmmaOperandA8Layout:
+    """wgmma's register A operand for 8-bit types (m64nNk32), hopper-ptx.md §4.4 (CuTe's
+    `ALayout_64x32`): in k32 slice s, lane l of warp w holds rows r = 16w + (l>>2) and r + 8,
+    four consecutive k from 4(l&3), and the same at k + 16. Register j of a slice packs four
+    values (lowest byte first): j = 0 row r, 1 row r + 8, 2 row r at k + 16, 3 row r + 8 at
+    k + 16. Unlike the 16-bit layout this is not where an accumulator keeps the same
+    element (an accumulator thread holds column pairs), so converting one into it moves
+    values between the lanes of a quad."""
+
+    name: str = "wgmma_operand_a8"
+    rank: int = 2
+
+    def check(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless `shape` is rows (a multiple of 64) x a multiple of 32."""
+        rows, cols = shape
+        if rows <= 0 or rows % BLOCK_ROWS:
+            raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
+        if cols <= 0 or cols % 32:
+            raise ValueError(f"columns must be a positive multiple of 32 (wgmma K), got {cols}")
+
+    def values_per_thread(self, shape: tuple[int, ...]) -> int:
+        return shape[0] // BLOCK_ROWS * shape[1] // 2
+
+    def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
+        row, pair_col = accumulator_origin(thread, arith)
+        return row, arith.shl(pair_col, 1)  # 4 (l & 3): four k per thread, not two
+
+    def value_offset(self, shape: tuple[int, ...], value: int) -> tuple[int, int]:
+        block, i = divmod(value, shape[1] // 2)
+        k_slice, within = divmod(i, 16)
+        register, byte = divmod(within, 4)
+        row = BLOCK_ROWS * block + 8 * (register & 1)
+        return row, 32 * k_slice + 16 * (register >> 1) + byte
+
+    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int, int]:
+        row0, col0 = self.thread_origin(thread, INT_ARITH)
+        drow, dcol = self.value_offset(shape, value)
+        return row0 + drow, col0 + dcol
+
+    def owner(self, shape: tuple[int, ...], row: int, col: int) -> tuple[int, int]:
+        """(thread, value) holding element (row, col): the inverse of `coords`."""
+        block, r = divmod(row, BLOCK_ROWS)
+        warp, within = divmod(r, 16)
+        half, lane_row = divmod(within, 8)
+        k_slice, k = divmod(col, 32)
+        upper, k16 = divmod(k, 16)
+        quad, byte = divmod(k16, 4)
+        value = block * (shape[1] // 2) + 16 * k_slice + 4 * (2 * upper + half) + byte
+        return 32 * warp + 4 * lane_row + quad, value
+
+    def k_slice_registers(self, shape: tuple[int, ...], block: int, k_slice: int) -> range:
+        """The four packed 32-bit registers that are wgmma's `{a0, a1, a2, a3}` for k32
+        slice `k_slice` of 64-row block `block` (four 8-bit values per register)."""
+        first = block * (shape[1] // 8) + 4 * k_slice
         return range(first, first + 4)
 
 
@@ -348,13 +407,17 @@ class WgmmaColLayout:
 WGMMA_ACC = WgmmaAccLayout()
 WGMMA_ROW = WgmmaRowLayout()
 WGMMA_OPERAND_A = WgmmaOperandALayout()
+WGMMA_OPERAND_A8 = WgmmaOperandA8Layout()
 WGMMA_COL = WgmmaColLayout()
 
-Layout = WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout | WgmmaColLayout
+Layout = (
+    WgmmaAccLayout | WgmmaRowLayout | WgmmaOperandALayout | WgmmaOperandA8Layout | WgmmaColLayout
+)
 LAYOUTS: dict[FragmentLayout, Layout] = {
     FragmentLayout.WGMMA_ACC: WGMMA_ACC,
     FragmentLayout.WGMMA_ROW: WGMMA_ROW,
     FragmentLayout.WGMMA_OPERAND_A: WGMMA_OPERAND_A,
+    FragmentLayout.WGMMA_OPERAND_A8: WGMMA_OPERAND_A8,
     FragmentLayout.WGMMA_COL: WGMMA_COL,
 }
 

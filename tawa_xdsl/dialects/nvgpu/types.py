@@ -65,6 +65,13 @@ def mma_k(element_type: Attribute) -> int:
     return 32 if isinstance(element_type, FP8_TYPES) else 16
 
 
+def operand_a_layout(element_type: Attribute) -> FragmentLayout:
+    """The layout of wgmma's register A operand of this element type (§4.4)."""
+    if isinstance(element_type, FP8_TYPES):
+        return FragmentLayout.WGMMA_OPERAND_A8
+    return FragmentLayout.WGMMA_OPERAND_A
+
+
 # --------------------------------------------------------------------------------------- types
 
 
@@ -286,6 +293,11 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
         ):
             raise VerifyException(
                 f"!nvgpu.fragment<wgmma_operand_a> element type must be f16 or bf16, got {et}"
+            )
+        if kind == FragmentLayout.WGMMA_OPERAND_A8 and not isinstance(et, FP8_TYPES):
+            raise VerifyException(
+                f"!nvgpu.fragment<wgmma_operand_a8> element type must be f8E4M3FN or f8E5M2, "
+                f"got {et}"
             )
         try:
             layout.check(shape)

@@ -36,6 +36,7 @@ from tawa_xdsl.dialects.nvgpu.types import (
     SmemType,
     fragment_type,
     mma_k,
+    operand_a_layout,
     smem_type,
     verify_slot,
 )
@@ -371,9 +372,11 @@ class WgmmaMmaAsyncRsOp(IRDLOperation):
 
     def verify_(self) -> None:
         a = fragment_type(self.a)
-        if a.kind != FragmentLayout.WGMMA_OPERAND_A:
+        wanted = operand_a_layout(a.element_type)
+        if a.kind != wanted:
             raise VerifyException(
-                f"'nvgpu.wgmma_mma_async_rs' A must be a wgmma_operand_a fragment, got {a}"
+                f"'nvgpu.wgmma_mma_async_rs' A of {a.element_type} must be a {wanted} "
+                f"fragment, got {a}"
             )
         m, k = a.get_shape()
         _verify_wgmma(

@@ -147,7 +147,8 @@ def feeds_only_a(value: SSAValue) -> bool:
 
 
 def operand_a_of(ty: TensorType) -> FragmentType:
-    return FragmentType(FragmentLayout.WGMMA_OPERAND_A, ty.get_shape(), ty.element_type)
+    """wgmma's register A operand for the tile's element type (16-bit or fp8)."""
+    return FragmentType(nvgpu.operand_a_layout(ty.element_type), ty.get_shape(), ty.element_type)
 
 
 def retype(op: Operation, values: list[SSAValue]) -> None:
@@ -278,21 +279,20 @@ def reconcile(op: Operation, carried: SSAValue, value: SSAValue) -> SSAValue:
 
 
 def splat(op: tile.SplatOp) -> None:
-    """A 16-bit float constant is splat in f32 and converted (PTX has no 16-bit float
-    immediates)."""
+    """A 16-bit or fp8 constant is splat in f32 and converted (PTX has no 16-bit or 8-bit
+    float immediates)."""
     ty = op.result.type
     assert isinstance(ty, TensorType)
     value = op.operands[0]
     frag = operand_a_of(ty) if feeds_only_a(op.result) else fragment_of(ty)
     constant = value.owner
     if isinstance(constant, arith.ConstantOp) and isinstance(
-        ty.element_type, Float16Type | BFloat16Type
+        ty.element_type, (Float16Type, BFloat16Type, *nvgpu.FP8_TYPES)
     ):
         assert isinstance(constant.value, FloatAttr)
         wide = arith.ConstantOp(FloatAttr(constant.value.value.data, Float32Type()))
-        kind = (
-            FragmentLayout.WGMMA_ACC if frag.kind == FragmentLayout.WGMMA_OPERAND_A else frag.kind
-        )
+        operand_a = (FragmentLayout.WGMMA_OPERAND_A, FragmentLayout.WGMMA_OPERAND_A8)
+        kind = FragmentLayout.WGMMA_ACC if frag.kind in operand_a else frag.kind
         spread = nvgpu.FragmentSplatOp(wide.result, FragmentType(kind, frag.get_shape(), f32))
         Rewriter.replace_op(op, [wide, spread, nvgpu.FragmentConvertOp(spread.result, frag)])
         if not constant.result.uses:
@@ -343,7 +343,8 @@ def fma(op: math.FmaOp) -> None:
 
 def convert(op: tile.ConvertOp) -> None:
     """A convert feeding dots as A makes their register operand (the accumulator layout of
-    each k16 slice is the A layout: conversion only); any other makes a fragment."""
+    each k16 slice is the 16-bit A layout: conversion only; to fp8, values move within each
+    quad of lanes); any other makes a fragment."""
     ty = op.result.type
     assert isinstance(ty, TensorType)
     feeds_a = any(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses)

@@ -1,0 +1,119 @@
+"""fp8 (e4m3) attention forward on the H200: ours against the fp8 peers that run on sm_90, in
+one process: Triton's fused-attention structure with TMA descriptors in e4m3
+(bench/triton_attention_tma.py, V transposed as its tutorial does for fp8) and FlashAttention-4
+(`flash_attn.cute`) if it takes e4m3 here (it refused fp8 below sm_100 when last read: the
+refusal is recorded under `fa4_error`).
+
+Q, K and V are e4m3 (`torch.randn` rounded to e4m3), V also as V^T [B*H, d, seq] (what fp8
+wgmma needs and both kernels read), O is bf16. Error: max abs and relative Frobenius error of
+O against float32 attention over the same (rounded) e4m3 inputs. TFLOP/s = 4 * B * H * S^2 * d
+/ t (halved when causal); 16K tokens per batch, hidden 2048, as bench/attention.py. One JSON row
+per configuration: `ours`, `triton`, `fa4`, `ratio_triton`, `ratio_fa4`, the errors, and the
+configuration keys (`d`, `seq`, `causal`, `dtype`).
+
+    python bench/attention_fp8.py [--dims 128] [--seqs 1024,2048,4096,16384] [--peers triton,fa4]
+                                  [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import triton_attention_tma  # noqa: E402
+from attention import HIDDEN, TOKENS, bench, fa4_function, measure, tflops  # noqa: E402
+
+from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
+
+E4M3 = torch.float8_e4m3fn
+
+
+def errors(got: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
+    diff = got.float() - reference
+    return diff.abs().max().item(), (diff.norm() / reference.norm()).item()
+
+
+def one(d: int, seq: int, causal: bool, peers: set[str]) -> dict:
+    batch, heads = TOKENS // seq, HIDDEN // d
+    row = {"d": d, "seq": seq, "causal": causal, "dtype": "e4m3", "heads": heads,
+           "kv_heads": heads, "batch": batch}  # fmt: skip
+    bh = batch * heads
+    q, k, v = (torch.randn(bh, seq, d, device="cuda").to(E4M3) for _ in "qkv")
+    vt = v.transpose(1, 2).contiguous()  # [B*H, d, seq]
+    o = torch.empty(bh, seq, d, device="cuda", dtype=torch.bfloat16)
+    sm_scale = 1.0 / math.sqrt(d)
+    reference = torch.nn.functional.scaled_dot_product_attention(
+        *(x.float().view(batch, heads, seq, d) for x in (q, k, v)), is_causal=causal,
+        scale=sm_scale,
+    ).view(bh, seq, d)  # fmt: skip
+    kernel = compile_attention(d, "e4m3", causal)
+    launch = kernel.prepare(grid(seq, bh), q, k, vt, o, seq, sm_scale)
+    o.fill_(float("nan"))
+    launch()
+    torch.cuda.synchronize()
+    row["ours_max_abs_err"], row["ours_rel_err"] = errors(o, reference)
+    row["ours"] = tflops(row, bench(launch))
+    if "triton" in peers:
+        ms, config, failed = triton_attention_tma.best(
+            q, k, vt, o, sm_scale, causal, heads, bench, v_transposed=True
+        )
+        row["triton"], row["triton_config"] = tflops(row, ms), config
+        if failed:
+            row["triton_errors"] = failed
+        if config is not None:
+            o.fill_(float("nan"))
+            triton_attention_tma.launcher(q, k, vt, o, sm_scale, causal, heads, config, True)()
+            torch.cuda.synchronize()
+            row["triton_max_abs_err"], row["triton_rel_err"] = errors(o, reference)
+    if "fa4" in peers and (fa4 := fa4_function()) is not None:
+        qs, ks, vs = (x.view(batch, heads, seq, d).transpose(1, 2).contiguous() for x in (q, k, v))
+        measure(row, "fa4", lambda: fa4(qs, ks, vs, softmax_scale=sm_scale, causal=causal)[0])
+    for peer in ("triton", "fa4"):
+        if row.get("ours") and row.get(peer):
+            row[f"ratio_{peer}"] = row["ours"] / row[peer]
+    return row
+
+
+def show(row: dict) -> str:
+    def f(x):
+        return f"{x:6.0f}" if x else "   n/a"
+
+    ratio = row.get("ratio_triton")
+    return (
+        f"e4m3 {row['d']:>4} {row['seq']:>6} {str(row['causal']):>6} | ours {f(row['ours'])} "
+        f"triton {f(row.get('triton'))} fa4 {f(row.get('fa4'))} | x{ratio or 0:5.2f} | err "
+        f"ours {row['ours_max_abs_err']:.3f} ({row['ours_rel_err']:.4f}) triton "
+        f"{row.get('triton_max_abs_err', float('nan')):.3f} "
+        f"({row.get('triton_rel_err', float('nan')):.4f})"
+        + (f" | fa4: {row['fa4_error'][:80]}" if "fa4_error" in row else "")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="128")
+    parser.add_argument("--seqs", default="1024,2048,4096,16384")
+    parser.add_argument("--peers", default="triton,fa4")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_fp8.json"))
+    args = parser.parse_args(argv)
+    rows = []
+    for d in (int(x) for x in args.dims.split(",")):
+        for causal in (False, True):
+            for seq in (int(x) for x in args.seqs.split(",")):
+                rows.append(one(d, seq, causal, set(args.peers.split(","))))
+                print(show(rows[-1]), flush=True)
+                Path(args.out).write_text(json.dumps(rows, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
