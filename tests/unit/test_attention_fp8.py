@@ -42,7 +42,12 @@ def reference(q, k, v, causal: bool) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("head_dim", "causal", "rotate", "seq"),
-    [(64, False, False, 128), (64, False, True, 200), (64, True, True, 300), (128, True, True, 200)],
+    [
+        (64, False, False, 128),
+        (64, False, True, 200),
+        (64, True, True, 300),
+        (128, True, True, 200),
+    ],
 )
 def test_fp8_attention_nvgpu_level_matches_the_tile_level(head_dim, causal, rotate, seq):
     q, k, v, vt = inputs(seq, head_dim)
