@@ -53,7 +53,7 @@ def one(d: int, seq: int, causal: bool, peers: set[str]) -> dict:
     reference = torch.nn.functional.scaled_dot_product_attention(
         *(x.float().view(batch, heads, seq, d) for x in (q, k, v)), is_causal=causal,
         scale=sm_scale,
-    ).view(bh, seq, d)  # fmt: skip
+    ).reshape(bh, seq, d)  # fmt: skip
     kernel = compile_attention(d, "e4m3", causal)
     launch = kernel.prepare(grid(seq, bh), q, k, vt, o, seq, sm_scale)
     o.fill_(float("nan"))
