@@ -12,7 +12,7 @@ per configuration: `ours`, `triton`, `fa4`, `ratio_triton`, `ratio_fa4`, the err
 configuration keys (`d`, `seq`, `causal`, `dtype`).
 
     python bench/attention_fp8.py [--dims 128] [--seqs 1024,2048,4096,16384] [--peers triton,fa4]
-                                  [--out results.json]
+                                  [--stages 3] [--block-n 128] [--no-rotate] [--out results.json]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def errors(got: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
     return diff.abs().max().item(), (diff.norm() / reference.norm()).item()
 
 
-def one(d: int, seq: int, causal: bool, peers: set[str]) -> dict:
+def one(d: int, seq: int, causal: bool, peers: set[str], options: dict) -> dict:
     batch, heads = TOKENS // seq, HIDDEN // d
     row = {"d": d, "seq": seq, "causal": causal, "dtype": "e4m3", "heads": heads,
            "kv_heads": heads, "batch": batch}  # fmt: skip
@@ -54,7 +54,8 @@ def one(d: int, seq: int, causal: bool, peers: set[str]) -> dict:
         *(x.float().view(batch, heads, seq, d) for x in (q, k, v)), is_causal=causal,
         scale=sm_scale,
     ).reshape(bh, seq, d)  # fmt: skip
-    kernel = compile_attention(d, "e4m3", causal)
+    kernel = compile_attention(d, "e4m3", causal, **options)
+    row["ours_config"] = options
     launch = kernel.prepare(grid(seq, bh), q, k, vt, o, seq, sm_scale)
     o.fill_(float("nan"))
     launch()
@@ -102,13 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", default="128")
     parser.add_argument("--seqs", default="1024,2048,4096,16384")
     parser.add_argument("--peers", default="triton,fa4")
+    parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
+    parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
+    parser.add_argument("--no-rotate", action="store_true", help="our straightforward schedule")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_fp8.json"))
     args = parser.parse_args(argv)
     rows = []
     for d in (int(x) for x in args.dims.split(",")):
         for causal in (False, True):
             for seq in (int(x) for x in args.seqs.split(",")):
-                rows.append(one(d, seq, causal, set(args.peers.split(","))))
+                options = {"stages": args.stages, "block_n": args.block_n,
+                           "rotate": not args.no_rotate}  # fmt: skip
+                rows.append(one(d, seq, causal, set(args.peers.split(",")), options))
                 print(show(rows[-1]), flush=True)
                 Path(args.out).write_text(json.dumps(rows, indent=1))
     print(f"wrote {args.out}")

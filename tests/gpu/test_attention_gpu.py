@@ -57,7 +57,8 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     "pingpong": {"pingpong": True},
     "straightforward-pingpong": {"rotate": False, "pingpong": True},
     "bn64": {"block_n": 64},
-    "m192": {"block_m": 192},  # three consumer warpgroups (24/160; d = 128 spills)
+    # three consumer warpgroups (24/160; d = 128 spills), 2-deep rings to fit d = 128's Q
+    "m192": {"block_m": 192, "stages": 2},
 }
 
 
