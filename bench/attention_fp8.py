@@ -34,6 +34,13 @@ from attention import HIDDEN, TOKENS, bench, fa4_function, measure, tflops  # no
 from tawa_xdsl.kernels.attention import compile_attention, grid  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
+# our schedules beside the default, timed in the same row (`--variants`)
+VARIANTS = {
+    "s2": {"stages": 2},
+    "s4": {"stages": 4},
+    "straightforward": {"rotate": False},
+    "pingpong": {"pingpong": True},
+}
 
 
 def errors(got: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
@@ -41,7 +48,9 @@ def errors(got: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
     return diff.abs().max().item(), (diff.norm() / reference.norm()).item()
 
 
-def one(d: int, seq: int, causal: bool, peers: set[str], options: dict) -> dict:
+def one(
+    d: int, seq: int, causal: bool, peers: set[str], options: dict, variants: list[str]
+) -> dict:
     batch, heads = TOKENS // seq, HIDDEN // d
     row = {"d": d, "seq": seq, "causal": causal, "dtype": "e4m3", "heads": heads,
            "kv_heads": heads, "batch": batch}  # fmt: skip
@@ -62,6 +71,10 @@ def one(d: int, seq: int, causal: bool, peers: set[str], options: dict) -> dict:
     torch.cuda.synchronize()
     row["ours_max_abs_err"], row["ours_rel_err"] = errors(o, reference)
     row["ours"] = tflops(row, bench(launch))
+    for name in variants:
+        other = compile_attention(d, "e4m3", causal, **{**options, **VARIANTS[name]})
+        row[f"ours_{name}"] = tflops(row, bench(other.prepare(grid(seq, bh), q, k, vt, o, seq,
+                                                              sm_scale)))  # fmt: skip
     if "triton" in peers:
         ms, config, failed = triton_attention_tma.best(
             q, k, vt, o, sm_scale, causal, heads, bench, v_transposed=True
@@ -95,6 +108,7 @@ def show(row: dict) -> str:
         f"{row.get('triton_max_abs_err', float('nan')):.3f} "
         f"({row.get('triton_rel_err', float('nan')):.4f})"
         + (f" | fa4: {row['fa4_error'][:80]}" if "fa4_error" in row else "")
+        + "".join(f" | {k[5:]} {f(v)}" for k, v in row.items() if k[5:] in VARIANTS)
     )
 
 
@@ -106,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
     parser.add_argument("--block-n", type=int, default=None, help="our keys per step")
     parser.add_argument("--no-rotate", action="store_true", help="our straightforward schedule")
+    parser.add_argument("--variants", default="", help=f"also time ours as: {','.join(VARIANTS)}")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "attention_fp8.json"))
     args = parser.parse_args(argv)
     rows = []
@@ -114,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             for seq in (int(x) for x in args.seqs.split(",")):
                 options = {"stages": args.stages, "block_n": args.block_n,
                            "rotate": not args.no_rotate}  # fmt: skip
-                rows.append(one(d, seq, causal, set(args.peers.split(",")), options))
+                variants = [v for v in args.variants.split(",") if v]
+                rows.append(one(d, seq, causal, set(args.peers.split(",")), options, variants))
                 print(show(rows[-1]), flush=True)
                 Path(args.out).write_text(json.dumps(rows, indent=1))
     print(f"wrote {args.out}")
