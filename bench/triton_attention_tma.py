@@ -100,6 +100,16 @@ CONFIGS = [
     (128, 64, 3, 4, True),
     (128, 128, 3, 8, True),
 ]
+# fp8 also sweeps ring depth (its tiles are half the bytes) and 8 warps at 128 x 64
+FP8_CONFIGS = [
+    *CONFIGS,
+    (128, 64, 2, 4, False),
+    (128, 64, 4, 4, False),
+    (128, 64, 3, 8, False),
+    (128, 128, 2, 8, False),
+    (128, 128, 4, 8, False),
+    (128, 128, 3, 4, False),
+]
 
 
 def launcher(
@@ -145,11 +155,11 @@ def best(
     timer: Callable[..., float],
     v_transposed: bool = False,
 ) -> tuple[float | None, tuple | None, list[str]]:
-    """(fastest time in ms, its config, one line per config that failed) over `CONFIGS`;
-    `timer(fn)` times a no-argument callable."""  # fmt: skip
+    """(fastest time in ms, its config, one line per config that failed) over `CONFIGS`
+    (`FP8_CONFIGS` for fp8); `timer(fn)` times a no-argument callable."""  # fmt: skip
     fastest: tuple[float, tuple] | None = None
     errors = []
-    for config in CONFIGS:
+    for config in FP8_CONFIGS if v_transposed else CONFIGS:
         try:
             ms = timer(launcher(q, k, v, o, sm_scale, causal, heads, config, v_transposed))
         except Exception as exc:  # noqa: BLE001 (a config that does not compile: skip it)

@@ -235,8 +235,11 @@ class FragmentType(ParametrizedAttribute, TypeAttribute):
       4 lanes of a quad hold the same two values.
     * `wgmma_operand_a`, `!nvgpu.fragment<wgmma_operand_a, 64xKxbf16>`: wgmma's register A
       operand for f16/bf16: each k16 slice is laid out as an m64n16 accumulator, so an f32
-      accumulator becomes an A operand by conversion alone (the FA3 P@V identity, §4.4). The
-      fp8 A layout differs and is not modelled.
+      accumulator becomes an A operand by conversion alone (the FA3 P@V identity, §4.4).
+    * `wgmma_operand_a8`, `!nvgpu.fragment<wgmma_operand_a8, 64xKxf8E4M3FN>`: wgmma's register
+      A operand for fp8 (k32 slices): lane l of warp w holds rows 16w + (l >> 2) and + 8, four
+      consecutive k from 4(l & 3) and the same at k + 16, so an accumulator converted into it
+      moves values between the lanes of each quad.
 
     Values pack into 32-bit registers: two per register for 16-bit types, four for fp8.
     """
