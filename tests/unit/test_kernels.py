@@ -138,7 +138,7 @@ def test_attention_matches_numpy(dtype: str, causal: bool, return_lse: bool) -> 
 
 
 def test_attention_refuses_other_element_types() -> None:
-    with pytest.raises(ValueError, match="^attention: dtype must be f16 or bf16, got f32$"):
+    with pytest.raises(ValueError, match="^attention: dtype must be f16, bf16 or e4m3, got f32$"):
         attention.tile_module(64, "f32")
 
 

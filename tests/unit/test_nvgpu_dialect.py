@@ -443,7 +443,7 @@ def test_wgmma_accepts_valid_shapes():
             lambda: WgmmaMmaAsyncRsOp(
                 value(frag(ACC, [64, 64], f16)), value(B64), value(i32), value(ACC64)
             ),
-            "'nvgpu.wgmma_mma_async_rs' A must be a wgmma_operand_a fragment, got "
+            "'nvgpu.wgmma_mma_async_rs' A of f16 must be a wgmma_operand_a fragment, got "
             "!nvgpu.fragment<wgmma_acc, 64x64xf16>",
         ),
         (
@@ -539,13 +539,13 @@ def test_fragment_ops_build_their_result_types():
         (
             lambda: FragmentConvertOp(value(ACC64), frag(ACC, [64, 128], bf16)),
             "'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into "
-            "wgmma_operand_a), got !nvgpu.fragment<wgmma_acc, 64x64xf32> -> "
+            "wgmma_operand_a or wgmma_operand_a8), got !nvgpu.fragment<wgmma_acc, 64x64xf32> -> "
             "!nvgpu.fragment<wgmma_acc, 64x128xbf16>",
         ),
         (
             lambda: FragmentConvertOp(value(frag(OPERAND_A, [64, 64], bf16)), ACC64),
             "'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into "
-            "wgmma_operand_a), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> "
+            "wgmma_operand_a or wgmma_operand_a8), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> "
             "!nvgpu.fragment<wgmma_acc, 64x64xf32>",
         ),
         (

@@ -311,7 +311,7 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf16>, %b: !nvgpu.smem<2x64x64x
   %d = nvgpu.wgmma_mma_async_rs %a, %b[%i], %acc : !nvgpu.fragment<wgmma_acc, 64x64xf16>, !nvgpu.smem<2x64x64xf16, swizzle 128>, !nvgpu.fragment<wgmma_acc, 64x64xf32>
   func.return
 }
-// CHECK: error: 'nvgpu.wgmma_mma_async_rs' A must be a wgmma_operand_a fragment, got !nvgpu.fragment<wgmma_acc, 64x64xf16>
+// CHECK: error: 'nvgpu.wgmma_mma_async_rs' A of f16 must be a wgmma_operand_a fragment, got !nvgpu.fragment<wgmma_acc, 64x64xf16>
 
 // -----
 
@@ -380,7 +380,7 @@ func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x64xf32>) {
   %c = nvgpu.fragment_convert %a : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x128xbf16>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a), got !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x128xbf16>
+// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a or wgmma_operand_a8), got !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x128xbf16>
 
 // -----
 
@@ -388,7 +388,7 @@ func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xbf16>) {
   %c = nvgpu.fragment_convert %a : !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
   func.return
 }
-// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
+// CHECK: error: 'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into wgmma_operand_a or wgmma_operand_a8), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>
 
 // -----
 
