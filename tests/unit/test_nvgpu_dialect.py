@@ -545,8 +545,8 @@ def test_fragment_ops_build_their_result_types():
         (
             lambda: FragmentConvertOp(value(frag(OPERAND_A, [64, 64], bf16)), ACC64),
             "'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc into "
-            "wgmma_operand_a or wgmma_operand_a8), got !nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> "
-            "!nvgpu.fragment<wgmma_acc, 64x64xf32>",
+            "wgmma_operand_a or wgmma_operand_a8), got "
+            "!nvgpu.fragment<wgmma_operand_a, 64x64xbf16> -> !nvgpu.fragment<wgmma_acc, 64x64xf32>",
         ),
         (
             lambda: FragmentRowReduceOp.create(
