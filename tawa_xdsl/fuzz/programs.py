@@ -641,6 +641,14 @@ class AttentionProgram:
             f"attention {self.dtype} d{self.head_dim} blocks {self.block_m}x{self.block_n} {causal}"
         )
 
+    @property
+    def fp8(self) -> bool:
+        return self.dtype == "e4m3"
+
+    @property
+    def out_dtype(self) -> str:
+        return "bf16" if self.fp8 else self.dtype
+
     def grid(self, shape: dict[str, int]) -> tuple[int, ...]:
         return (cdiv(shape["seq"], self.block_m), shape["heads"])
 
@@ -667,7 +675,8 @@ class AttentionProgram:
     ) -> list[Any]:
         """q, k, v, o (poisoned with NaN), seq, sm_scale. Scores stay moderate (Q and K are
         'normal' or 'small' whatever `values` says: huge scores only test exp2's overflow,
-        which the softmax's max subtraction removes); V takes the value class as drawn."""
+        which the softmax's max subtraction removes); V takes the value class as drawn. e4m3
+        takes V transposed ([heads, d, seq]) and writes O in bf16 (`attention.tile_module`)."""
         rng = np.random.default_rng(seed)
         heads, seq, d = shape["heads"], shape["seq"], self.head_dim
         dt = DTYPES[self.dtype]
@@ -675,13 +684,17 @@ class AttentionProgram:
         q = random_values(rng, (heads, seq, d), dt, qk_values)
         k = random_values(rng, (heads, seq, d), dt, qk_values)
         v = random_values(rng, (heads, seq, d), dt, values)
-        o = np.full((heads, seq, d), np.nan, dt)
+        if self.fp8:
+            v = np.ascontiguousarray(v.transpose(0, 2, 1))
+        o = np.full((heads, seq, d), np.nan, DTYPES[self.out_dtype])
         sm_scale = np.float32(scalars[0] if scalars else d**-0.5)
         return [q, k, v, o, seq, sm_scale]
 
     def expected(self, shape: dict[str, int], args: list[Any]) -> Bounds:
         """softmax(Q K^T scale) V in float64, with a dtype-aware tolerance per row."""
         q, k, v = (np.asarray(x).astype(np.float64) for x in args[:3])
+        if self.fp8:
+            v = v.transpose(0, 2, 1)
         seq, scale = shape["seq"], float(args[5])
         s = np.einsum("hqd,hkd->hqk", q, k) * scale
         if self.causal:
@@ -693,12 +706,14 @@ class AttentionProgram:
         score_err = np.einsum("hqd,hkd->hqk", np.abs(q), np.abs(k)) * abs(scale) * 2.0**-21
         score_err = score_err * (self.head_dim + 4)
         row_err = 4 * np.log(2) * score_err.max(axis=-1, keepdims=True) * 1.4427
-        eps = {"f16": 2.0**-10, "bf16": 2.0**-7}[self.dtype]
+        eps = {"f16": 2.0**-10, "bf16": 2.0**-7}[self.out_dtype]
         v_max = np.abs(v).max(axis=1, keepdims=True)  # per head and column
         blocks = cdiv(seq, self.block_n)
-        tol = v_max * (4 * eps + blocks * 2.0**-20 + np.expm1(row_err))
+        # P rounded to e4m3 (unit roundoff 2^-4) moves each output by at most 2^-4 max|v|
+        p_err = 1.1 * 2.0**-4 if self.fp8 else 0.0
+        tol = v_max * (4 * eps + p_err + blocks * 2.0**-20 + np.expm1(row_err))
         lo, hi = out - tol, out + tol
-        return Bounds(*round_interval(lo, hi, DTYPES[self.dtype]))
+        return Bounds(*round_interval(lo, hi, DTYPES[self.out_dtype]))
 
 
 Program = GemmProgram | RowProgram | AttentionProgram

@@ -23,8 +23,8 @@ What they draw, all within what the compiler supports:
   f32 scalars of any sign, big and small;
 * options (`options`): D 1..6 (only up to what fits an sm_90 block's shared memory:
   `fitting_stages` for the GPU, `accepted_depth` for the CPU levels), P 1..3, cooperative
-  consumers (when BLOCK_M is 128), persistent on 1..3 SMs, attention pipelining on/off
-  (CPU);
+  consumers (64 rows or more each: 2 at BLOCK_M 128, 3 at an attention BLOCK_M of 192),
+  persistent on 1..3 SMs, attention pipelining on/off (CPU);
 * schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
   choice lists (shrinkable).
 """
@@ -118,9 +118,10 @@ def attention_programs() -> st.SearchStrategy[AttentionProgram]:
     """Attention forward with a random head dim, key block and masking."""
     return st.builds(
         AttentionProgram,
-        dtype=st.sampled_from(["f16", "bf16"]),
+        dtype=st.sampled_from(["f16", "bf16", "e4m3"]),
         head_dim=st.sampled_from([64, 128]),
         block_n=st.sampled_from([64, 128]),
+        block_m=st.sampled_from([128, 128, 192]),
         causal=st.booleans(),
     )
 
@@ -167,6 +168,8 @@ def shapes(draw: st.DrawFn, program: Program, gpu: bool = False) -> dict[str, in
         )
         return {"m": m, "n": step * draw(st.integers(1, widest // step), label="n")}
     seq = draw(st.one_of(st.sampled_from([1, 64, 65, 128, 129]), st.integers(1, 300)))
+    if gpu and program.dtype == "e4m3":  # V^T's rows (seq bytes) 16 bytes apart, for TMA
+        seq = -(-seq // 16) * 16
     return {"heads": draw(st.integers(1, 2)), "seq": seq}
 
 
@@ -175,13 +178,13 @@ MAX_STAGES = 6
 
 @st.composite
 def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
-    """Warp-specialization options valid for `program` (cooperative consumers need 128
-    rows), with D drawn among the depths the compiler does not refuse for shared memory
+    """Warp-specialization options valid for `program` (each cooperative consumer takes 64
+    rows or more), with D drawn among the depths the compiler does not refuse for shared memory
     (deep rings of big blocks cannot fit 227 KB); attention pipelining on or off on the CPU
     (the GPU runs the default, on), rotated or not."""
-    cooperative = program.block_m >= 128
     mma_depth = draw(st.integers(1, 3))
-    consumers = draw(st.sampled_from([1, 2] if cooperative else [1]))
+    # cooperative consumers: 64 rows or more each (192-row attention: three)
+    consumers = draw(st.sampled_from([c for c in (1, 2, 3) if program.block_m % (64 * c) == 0]))
     persistent = draw(st.booleans())
     if gpu:
         stages = draw(st.sampled_from(fitting_stages(program, mma_depth, consumers, persistent)))
