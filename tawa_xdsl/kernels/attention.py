@@ -11,8 +11,9 @@ block (blocks - 1 - i): the GPU starts programs in grid order, so the longest ro
 first and the shortest fill the end of the grid. `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
-The element type (f16 or bf16) is the descriptors': P is rounded to V's type before P V, O to
-O's type. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
+The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
+O to O's type. With e4m3 (`V_T`) V comes transposed, [batch * heads, head_dim, seq] with rows
+16 bytes apart (fp8 wgmma reads its B operand K-major only), and O is bf16. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
 tensor.
 
 For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 64):
@@ -24,6 +25,8 @@ For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 6
     kernel.launch(grid(seq, batch_heads), q, k, v, o, lse, seq, sm_scale)  # lse [B*H, seq] f32
     kernel = compile_attention(head_dim=64, block_m=192)              # 3 consumer warpgroups
     kernel.launch(grid(seq, batch_heads, 192), q, k, v, o, seq, sm_scale)
+    kernel = compile_attention(head_dim=128, dtype="e4m3")            # fp8: V^T, O in bf16
+    kernel.launch(grid(seq, batch_heads), q8, k8, vt8, o_bf16, seq, sm_scale)
 
 The lse tensor's row stride must be a multiple of 4 elements (16 bytes, for TMA).
 `examples/attention.mlir` and `attention_causal.mlir` are hand-written d = 64, f16 forms of

@@ -240,6 +240,15 @@ class WgmmaRowLayout:
         return 2 * block + ((i >> 1) & 1)
 
 
+def check_operand_a(shape: tuple[int, ...], k: int) -> None:
+    """Raise ValueError unless `shape` is rows (a multiple of 64) x a multiple of wgmma's K."""
+    rows, cols = shape
+    if rows <= 0 or rows % BLOCK_ROWS:
+        raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
+    if cols <= 0 or cols % k:
+        raise ValueError(f"columns must be a positive multiple of {k} (wgmma K), got {cols}")
+
+
 @dataclass(frozen=True)
 class WgmmaOperandALayout:
     """wgmma's register A operand for 16-bit types (m64nNk16), hopper-ptx.md §4.4.
@@ -255,11 +264,7 @@ class WgmmaOperandALayout:
 
     def check(self, shape: tuple[int, ...]) -> None:
         """Raise ValueError unless `shape` is rows (a multiple of 64) x a multiple of 16."""
-        rows, cols = shape
-        if rows <= 0 or rows % BLOCK_ROWS:
-            raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
-        if cols <= 0 or cols % 16:
-            raise ValueError(f"columns must be a positive multiple of 16 (wgmma K), got {cols}")
+        check_operand_a(shape, 16)
 
     def values_per_thread(self, shape: tuple[int, ...]) -> int:
         return shape[0] // BLOCK_ROWS * shape[1] // 2
@@ -302,14 +307,9 @@ class WgmmaOperandA8Layout:
 
     def check(self, shape: tuple[int, ...]) -> None:
         """Raise ValueError unless `shape` is rows (a multiple of 64) x a multiple of 32."""
-        rows, cols = shape
-        if rows <= 0 or rows % BLOCK_ROWS:
-            raise ValueError(f"rows must be a positive multiple of 64, got {rows}")
-        if cols <= 0 or cols % 32:
-            raise ValueError(f"columns must be a positive multiple of 32 (wgmma K), got {cols}")
+        check_operand_a(shape, 32)
 
-    def values_per_thread(self, shape: tuple[int, ...]) -> int:
-        return shape[0] // BLOCK_ROWS * shape[1] // 2
+    values_per_thread = WgmmaOperandALayout.values_per_thread  # two values per thread and row
 
     def thread_origin(self, thread: T, arith: IndexArith[T]) -> tuple[T, T]:
         row, pair_col = accumulator_origin(thread, arith)
@@ -322,10 +322,7 @@ class WgmmaOperandA8Layout:
         row = BLOCK_ROWS * block + 8 * (register & 1)
         return row, 32 * k_slice + 16 * (register >> 1) + byte
 
-    def coords(self, shape: tuple[int, ...], thread: int, value: int) -> tuple[int, int]:
-        row0, col0 = self.thread_origin(thread, INT_ARITH)
-        drow, dcol = self.value_offset(shape, value)
-        return row0 + drow, col0 + dcol
+    coords = WgmmaAccLayout.coords  # the thread's origin plus the value's offset
 
     def owner(self, shape: tuple[int, ...], row: int, col: int) -> tuple[int, int]:
         """(thread, value) holding element (row, col): the inverse of `coords`."""
