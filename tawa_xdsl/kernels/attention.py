@@ -13,8 +13,8 @@ positive: the row max is taken over the raw scores and then scaled (one FFMA per
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
 O to O's type. With e4m3 (`V_T`) V comes transposed, [batch * heads, head_dim, seq] with rows
-16 bytes apart (fp8 wgmma reads its B operand K-major only), and O is bf16. `attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq]
-tensor.
+16 bytes apart (fp8 wgmma reads its B operand K-major only), and O is bf16. `attn_fwd_lse`
+also writes each row's log-sum-exp into an f32 [batch * heads, seq] tensor.
 
 For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 64):
 
