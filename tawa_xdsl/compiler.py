@@ -68,16 +68,18 @@ class CompileOptions:
     # ring depth D; None: the deepest up to 4 that fits shared memory (ring-depth)
     stages: int | None = None
     mma_depth: int = 2  # MMA depth P
-    # consumer warpgroups cooperating on one tile; None: 2 for tiles of 128 or 256 rows, 1
-    # for 64 (chosen by cooperative-consumers and written into the IR)
+    # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 2 for tiles of 128 or
+    # 256 rows, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
-    # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232).
+    # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232;
+    # 24, 160 over three consumer warpgroups).
     # One producer and `consumers` consumer warpgroups must fit 64K: (p + c * n) * 128 <= 65536.
     registers: tuple[int, int] | None = None
-    # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers)
+    # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers;
+    # refused for a group of any other count)
     pingpong: bool = False
     # attention: rotate the key loop (software-pipeline): QK^T(j+1) and P V(j) issued back
     # to back, the softmax of j+1 under P V(j) (FlashAttention-3's two-stage pipeline)

@@ -194,6 +194,12 @@ def lower_group(
     if producer:
         lower_producer(group)
     else:
+        if pingpong and group.num_warpgroups != 2:  # the turns alternate between two
+            raise fail(
+                group,
+                f"pingpong alternates two consumer warpgroups; this group has "
+                f"{group.num_warpgroups}",
+            )
         staging = None
         if epilogue == "tma":
             staging = TmaEpilogue(

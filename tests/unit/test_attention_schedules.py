@@ -19,6 +19,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from xdsl.utils.exceptions import PassFailedException
 
 from tawa_xdsl.compiler import CompileOptions, compile_to_ptx, lower_to_nvgpu_level
 from tawa_xdsl.dialects import make_context
@@ -136,3 +137,20 @@ def test_the_rotated_loop_keeps_its_releases_at_any_mma_depth(causal: bool, mma_
     deep = compile_to_ptx(module, dataclasses.replace(options, mma_depth=mma_depth))
     assert deep.ptx == compile_to_ptx(module, dataclasses.replace(options, mma_depth=1)).ptx
     assert "lag(" not in deep.ir["aref"] and "aref.drain" not in deep.ir["aref"]
+
+
+@pytest.mark.parametrize("consumers", [1, 3])
+def test_pingpong_needs_two_consumer_warpgroups(consumers: int) -> None:
+    """The turns alternate between two warpgroups: any other count is refused in one line
+    naming the kernel (it was silently left without turns)."""
+    module = attention.tile_module(64, "f16", block_m=64 * consumers)
+    options = CompileOptions(stages=2, mma_depth=1, consumers=consumers, pingpong=True)
+    with pytest.raises(PassFailedException) as info:
+        lower_to_nvgpu_level(module, options)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1, message
+    assert message.endswith(
+        f"error: lower-to-nvgpu: 'aref.group' pingpong alternates two consumer warpgroups; "
+        f"this group has {consumers}"
+    ), message
+    assert "attention.py:" in message
