@@ -139,3 +139,18 @@ def test_log_sum_exp_kernel_assembles(head_dim: int, causal: bool) -> None:
     assert "lg2.approx.ftz.f32" in kernel.ptx
     assert kernel.ptx.count("st.global.f32") == 2
     assert [p.name for p in kernel.params][-2:] == ["seq", "sm_scale"]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_persistent_kernel_assembles(head_dim: int, causal: bool) -> None:
+    """Persistent, with the key loop split in two inside the tile loop: no spill and no
+    serialized wgmma. The lookahead's undefined S gets its registers zeroed in front of each
+    key loop (else ptxas keeps them live across the tile loop's back edge: C7512, ~600
+    bytes spilled), and Q's ring, used once per tile, is 2 deep at d = 64 and 1 at d = 128
+    (two Q tiles beside 3-deep K and V rings exceed shared memory)."""
+    kernel = compile_attention(head_dim, "f16", causal, persistent=True)
+    check(kernel.ptx)
+    loops = [line for line in kernel.ptx.splitlines() if line.startswith("$L_for_")]
+    assert len(loops) >= 3  # the tile loop and the two key loops of each warpgroup kind
+    assert kernel.smem_bytes <= 232448

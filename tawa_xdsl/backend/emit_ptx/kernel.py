@@ -27,7 +27,7 @@ accumulator without a single copy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -208,6 +208,16 @@ def _dead_after(value: SSAValue, point: Operation) -> bool:
         if user is None or index[user] > index[point]:
             return False
     return True
+
+
+def _walk_outside_loops(block: Block) -> Iterator[Operation]:
+    """The ops of `block` and of the branches nested in it, not those of nested loops."""
+    for op in block.ops:
+        yield op
+        if not isinstance(op, scf.ForOp):
+            for region in op.regions:
+                for inner in region.blocks:
+                    yield from _walk_outside_loops(inner)
 
 
 class Coalescer:
@@ -584,6 +594,7 @@ class KernelPrinter:
                 self.regs_for(arg, "acc" if isinstance(arg.type, FragmentType) else ""),
                 self.regs_for(init),
             )
+        self._define_undefined(op)
         b.mov("b32", iv, self.operand(op.lb))
         head, end = b.new_label("for"), b.new_label("end_for")
         done = b.new("pred")
@@ -599,6 +610,22 @@ class KernelPrinter:
         b.label(end)
         for result, arg in zip(op.results, body.args[1:], strict=True):
             self.values.setdefault(result, self.regs_for(arg))
+
+    def _define_undefined(self, op: scf.ForOp) -> None:
+        """Zero, in front of the loop, the registers of each undefined fragment of its body
+        (outside nested loops) that the loop does not carry. Such a fragment is yielded on a
+        path no one reads it on (the lookahead's last iteration), but ptxas cannot tell, so
+        without a definition its registers are live into the loop; under a loop around this
+        one (a persistent kernel's tile loop) they stay live across that loop's back edge, and
+        ptxas spills and serializes every wgmma (C7512). In front of the loop nothing is in
+        flight in them: they belong to no value the loop carries."""
+        body = op.body.block
+        carried = {self.coalesce.find(arg) for arg in body.args[1:]}
+        for inner in _walk_outside_loops(body):
+            if isinstance(inner, nvgpu.FragmentUndefOp):
+                if self.coalesce.find(inner.result) not in carried:
+                    for reg in self.frag(inner.result):
+                        self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
 
     def _parallel_copy(self, dsts: Sequence[SSAValue], srcs: Sequence[SSAValue]) -> None:
         """dst_i = src_i for all i at once: through temporaries when a source is a destination."""
