@@ -62,9 +62,7 @@ def _in_innermost_loop(op: Operation) -> bool:
     loop = op.parent_op()
     while loop is not None and not isinstance(loop, scf.ForOp):
         loop = loop.parent_op()
-    return loop is not None and not any(
-        isinstance(inner, scf.ForOp) for inner in loop.body.walk()
-    )
+    return loop is not None and not any(isinstance(inner, scf.ForOp) for inner in loop.body.walk())
 
 
 def _set_depth(create: aref.CreateOp, depth: int) -> None:
