@@ -6,9 +6,10 @@ sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, s
 arrays read through 3-D descriptors (with GQA, K and V are [batch * heads / GROUP, seq,
 head_dim]: query row r of the grid reads K/V row r // GROUP, no copies), so blocks past `seq`
 read zeros and their stores are clipped; key columns past `seq` are masked. With CAUSAL, row
-r sees keys 0..r and the key loop stops after the diagonal block, and program i takes row
-block (blocks - 1 - i): the GPU starts programs in grid order, so the longest row blocks start
-first and the shortest fill the end of the grid. `sm_scale` must be
+r sees keys 0..r and the key loop stops after the diagonal block, and the programs take the
+row blocks of all heads longest first (program (x, y) the (x + blocks * y)-th in that
+order): the GPU starts programs in grid order, and a persistent kernel deals them in that
+order, so the shortest tiles fill the end of the grid. `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
@@ -96,9 +97,12 @@ def attn_rows(
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
     start_m = tl.program_id(0)
-    if CAUSAL:  # longest first: the last row blocks have the most keys (FA3's causal order)
-        start_m = tl.num_programs(0) - 1 - start_m
     head = tl.program_id(1)
+    if CAUSAL:  # longest first over all heads: the last row blocks have the most keys
+        blocks = tl.num_programs(0)
+        order = start_m + blocks * head  # the order programs start in (x fastest)
+        head = order % tl.num_programs(1)
+        start_m = blocks - 1 - order // tl.num_programs(1)
     off_m = start_m * BLOCK_M
     qk_scale = sm_scale * 1.44269504  # log2(e): exp(x) = exp2(x * log2(e))
     q = q_desc.load([head, off_m, 0]).reshape([BLOCK_M, HEAD_DIM])

@@ -3,13 +3,21 @@
 The kernel gets three trailing i32 arguments, the logical grid `(%grid_x, %grid_y, %grid_z)`
 it would have been launched with, and its body becomes a loop over the logical program ids
 
-    scf.for %tile_id = program_id(0) to grid_x * grid_y * grid_z step num_programs(0)
+    scf.for %walk = program_id(0) to grid_x * grid_y * grid_z step num_programs(0)
 
-with `pid_x = tile_id mod grid_x`, `pid_y = (tile_id div grid_x) mod grid_y`, `pid_z = ...`
-replacing `tile.program_id`, and `%grid_x/y/z` replacing `tile.num_programs a`. Launch it with
-grid = (number of SMs, 1, 1): each program walks the tiles pid, pid + #SMs, ... and keeps the
-kernel's own tile order (GEMM's grouped order). Run it before `partition`: the tile loop is then
-an ordinary loop shared by every warp group, so the aref use counters continue across tiles.
+Launch it with grid = (number of SMs, 1, 1). The tiles are dealt in waves of #SMs in the
+kernel's own order (GEMM's grouped order, attention's longest row blocks first), and every
+other full wave is dealt backwards (a snake): step k of program p takes
+
+    %tile = k * #SMs + (k odd and wave k full ? #SMs - 1 - p : p)      (%walk = k * #SMs + p)
+
+so where tile costs fall along the order, each program's total evens out (program 0 takes the
+longest tile of wave 0 and the shortest of wave 1), while the set of tiles in flight is still
+one wave (the same L2 traffic) and each program's trip count is that of the plain walk.
+`pid_x = tile mod grid_x`, `pid_y = (tile div grid_x) mod grid_y`, `pid_z = ...` replace
+`tile.program_id`, and `%grid_x/y/z` replace `tile.num_programs a`. Run it before `partition`:
+the tile loop is then an ordinary loop shared by every warp group, so the aref use counters
+continue across tiles.
 
 No options. Refused: a kernel that returns values.
 """
@@ -20,8 +28,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import ModuleOp, i32
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -64,7 +72,11 @@ def make_persistent(kernel: func.FuncOp) -> None:
         "num_tiles",
     )
     body = Block(arg_types=[i32])
-    tile_id = body.args[0]
+    walk = body.args[0]
+    walk.name_hint = "walk"
+    snake = _snake(walk, pid.result, nprog.result, total.result)
+    body.add_ops(snake)
+    tile_id = snake[-1].results[0]
     tile_id.name_hint = "tile_id"
     pid_x = arith.RemSIOp(tile_id, grid[0])
     rest = arith.DivSIOp(tile_id, grid[0])
@@ -89,6 +101,24 @@ def make_persistent(kernel: func.FuncOp) -> None:
             _replace(op, logical[op.axis.value.data])
         elif isinstance(op, tile.NumProgramsOp):
             _replace(op, grid[op.axis.value.data])
+
+
+def _snake(walk: SSAValue, pid: SSAValue, programs: SSAValue, total: SSAValue) -> list[Operation]:
+    """The tile of step `walk = k * programs + pid`: mirrored within wave k when k is odd
+    and the wave is full (the module docstring)."""
+    one = arith.ConstantOp(IntegerAttr(1, i32))
+    wave = arith.DivSIOp(walk, programs)
+    start = arith.SubiOp(walk, pid)
+    end = arith.AddiOp(start, programs)
+    full = arith.CmpiOp(end, total, "sle")
+    parity = arith.AndIOp(wave, one)
+    odd = arith.CmpiOp(parity, one, "eq")
+    flip = arith.AndIOp(odd, full)
+    last = arith.SubiOp(end, one)
+    mirrored = arith.SubiOp(last, pid)
+    tile_id = arith.SelectOp(flip, mirrored, walk)
+    wave.result.name_hint = "wave"
+    return [one, wave, start, end, full, parity, odd, flip, last, mirrored, tile_id]
 
 
 def _replace(op: tile.ProgramIdOp | tile.NumProgramsOp, value: SSAValue) -> None:

@@ -3,7 +3,7 @@
 The library kernel `tawa_xdsl.kernels.attention.attn_fwd` (through `compile_attention`:
 BLOCK_M = 128 over two consumer warpgroups, BLOCK_N = 128; setmaxnreg 24/240 at d = 128; the
 rotated key loop by default; the straightforward schedule and 192 rows over three consumer
-warpgroups (24/160) among the variants) ->
+warpgroups (24/160) and the persistent kernel among the variants) ->
 compile_to_ptx -> runtime launch on [batch * heads, seq, d] tensors with a NaN-poisoned
 output. Head dims 64 and 128, causal and not, f16 and bf16, sequence lengths that are and are
 not multiples of the blocks (TMA zero-fill, masked keys, clipped stores).
@@ -59,6 +59,7 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     "bn64": {"block_n": 64},
     # three consumer warpgroups (24/160; d = 128 spills), 2-deep rings to fit d = 128's Q
     "m192": {"block_m": 192, "stages": 2},
+    "persistent": {"persistent": True},
 }
 
 
@@ -82,6 +83,30 @@ def test_attention_variants_match_float32(
     kernel.launch(grid(seq, 3, rows), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     expected = reference(q, k, v, sm_scale, causal)
+    assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
+    err = (o.float() - expected).abs().max().item()
+    assert err < 2e-2, f"max abs error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [1, 4], ids=["mha", "gqa4"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_persistent_attention_walks_several_tiles(head_dim: int, causal: bool, group: int) -> None:
+    """Persistent (one program per SM, the split key loops inside the tile loop, Q's ring
+    2 deep at d = 64 and 1 at d = 128): 40 heads x 8 row blocks of seq 1000 are 320 tiles
+    over the 132 programs, so each walks two or three, the second wave mirrored (snake)."""
+    torch.manual_seed(head_dim + group)
+    heads, seq = 40, 1000
+    q = torch.randn(heads, seq, head_dim, device="cuda").half()
+    k, v = (torch.randn(heads // group, seq, head_dim, device="cuda").half() for _ in "kv")
+    o = torch.full_like(q, float("nan"))
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    kernel = compile_attention(head_dim, "f16", causal, group=group, persistent=True)
+    kernel.launch(grid(seq, heads), q, k, v, o, seq, sm_scale)
+    torch.cuda.synchronize()
+    k_all, v_all = (x.repeat_interleave(group, 0) for x in (k, v))
+    expected = reference(q, k_all, v_all, sm_scale, causal)
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
     err = (o.float() - expected).abs().max().item()
     assert err < 2e-2, f"max abs error {err}"

@@ -7,11 +7,11 @@
 // CHECK-NEXT:   %a_b_ring = aref.create : !aref.ring<[tensor<128x64xf16>, tensor<128x64xf16>], 3>
 // CHECK-NEXT:   aref.warp_specialize {
 // CHECK-NEXT:     aref.group producer warpgroups(1) registers(40) {
-// CHECK:            scf.for %tile_id = %pid to %num_tiles step %num_programs iter_args(
+// CHECK:            scf.for %walk = %pid to %num_tiles step %num_programs iter_args(
 // CHECK:              scf.for %kt = %c0 to %k_tiles step %c1 iter_args(
 // CHECK:                aref.put %a_b_ring
 // CHECK:          aref.group consumer warpgroups(2) registers(232) {
-// CHECK:            scf.for %tile_id_1 = %pid_1 to %num_tiles_1 step %num_programs_1 iter_args(
+// CHECK:            scf.for %walk_1 = %pid_1 to %num_tiles_1 step %num_programs_1 iter_args(
 // CHECK:              scf.for %kt_1 = %c0_1 to %k_tiles_1 step %c1_1 iter_args(%acc_iter = %acc0,
 // CHECK:                aref.get %a_b_ring
 // CHECK:                tile.extract_slice

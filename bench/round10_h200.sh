@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Round 10 on the lent H200, in calls of one warm machine (model: bench/h200.sh).
+#   bench/round10_h200.sh tests OUT   every GPU test (8 shards), FA4's first part stashed
+#   bench/round10_h200.sh stash OUT   FA4's second part stashed
+#   bench/round10_h200.sh bench OUT   FA4 installed; attention f16: the default, the
+#                                      persistent kernel and the session's starting PTX
+#                                      (carry/before_ptx_s10) against FA4 in one process
+set -uo pipefail
+what="${1:?usage: bench/round10_h200.sh tests|stash|bench OUT_DIR}"
+out="${2:?usage: bench/round10_h200.sh tests|stash|bench OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+if [ "$what" = tests ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    TEST_SECONDS=500 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
+    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
+    cat "$out/gpu_tests_summary.log"
+    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
+elif [ "$what" = stash ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+else
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    step attention_round10 560 python3 bench/attention.py --dtypes f16 \
+        --seqs 1024,2048,4096,16384 --peers fa4 --schedules ours,ours_persistent,ours_m192,ours_m192_persistent \
+        --before carry/before_ptx_s10 --out "$out/attention_round10.json"
+fi
