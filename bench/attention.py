@@ -7,10 +7,10 @@ Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden
 (`--gqa 32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t
 (halved when causal), medians of `triton.testing.do_bench`. One JSON row per configuration
 (the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_single`,
-`ours_straightforward`, `ours_persistent` (`SCHEDULES`; a schedule a shape cannot take leaves
-its column null and its one-line refusal under `<name>_error`), each peer under its own key
-(`fa4`, `cudnn`, `triton`; with `--weak-peers` also `sdpa_flash` and `triton_ptr`, the
-pointer-load Triton kernel), our ratios to each, each
+`ours_straightforward`, `ours_persistent`, `ours_per_tile` (`SCHEDULES`; a schedule a shape
+cannot take leaves its column null and its one-line refusal under `<name>_error`), each peer
+under its own key (`fa4`, `cudnn`, `triton`; with `--weak-peers` also `sdpa_flash` and
+`triton_ptr`, the pointer-load Triton kernel), our ratios to each, each
 kernel's max abs error against SDPA, and the configuration keys (`d`, `seq`, `causal`,
 `dtype`, `heads`, `kv_heads`, `batch`). FA4 (`flash_attn.cute`) is imported lazily: absent,
 it is skipped with one message and its column is null.
@@ -65,9 +65,11 @@ SCHEDULES = {
     "ours_pingpong": {"rotate": True, "pingpong": True, "split": True},
     "ours_single": {"rotate": True, "pingpong": False, "split": False},
     "ours_straightforward": {"rotate": False, "pingpong": False, "split": True},
-    # one program per SM over the row blocks (dealt in snake waves), the key loop split as
-    # in `ours`, K/V rings 3 deep and Q's up to 2 (NOTES round 10)
+    # `ours` is persistent without a causal mask (one program per SM over the row blocks,
+    # dealt in snake waves; K/V rings 3 deep, Q's up to 2) and one program per row block with
+    # it; these two time both forms everywhere (NOTES round 10)
     "ours_persistent": {"rotate": True, "pingpong": False, "split": True, "persistent": True},
+    "ours_per_tile": {"rotate": True, "pingpong": False, "split": True, "persistent": False},
     # FA3's d = 64 tile: 192 rows over three consumer warpgroups (24/160); faster without a
     # causal mask, but its masked loop spills, so not the default (NOTES round 9)
     "ours_m192": {"rotate": True, "pingpong": False, "split": True, "block_m": 192, "dims": (64,)},
@@ -195,7 +197,10 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         measure(row, name, launch, ref, out=lambda: o.view_as(ref))
         before = Path(args.before or "") / ptx_name(d, dtype, causal, heads // kv_heads)
         if name == "ours" and args.before and before.exists():
-            old = dataclasses.replace(kernel, ptx=before.read_text())
+            # the other tree printed one program per row block: its launch is that form's
+            per_tile = compile_attention(d, dtype, causal, rotate=True, pingpong=pingpong,
+                                         split=True, **{**chosen, "persistent": False})  # fmt: skip
+            old = dataclasses.replace(per_tile, ptx=before.read_text())
             old_launch = old.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
             measure(row, "ours_before", old_launch, ref, out=lambda: o.view_as(ref))
             measure(row, "ours_again", launch)  # A B A: drift shows as ours != ours_again
@@ -207,7 +212,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             row["ours"] / row[peer] if row.get("ours") and row.get(peer) else None
         )
     for name in ("ours_pingpong", "ours_single", "ours_straightforward", "ours_persistent",
-                 *EXPERIMENTS):  # fmt: skip
+                 "ours_per_tile", *EXPERIMENTS):  # fmt: skip
         if row.get("ours") and row.get(name):
             row[f"{name}_over_ours"] = row[name] / row["ours"]
     return row

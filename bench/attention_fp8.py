@@ -40,6 +40,8 @@ VARIANTS = {
     "s4": {"stages": 4},
     "straightforward": {"rotate": False},
     "pingpong": {"pingpong": True},
+    "persistent": {"persistent": True},  # the default without a causal mask (NOTES round 10)
+    "per_tile": {"persistent": False},  # the default with one
 }
 
 

@@ -1,4 +1,5 @@
-"""GEMM benchmark: the generated warp-specialized kernel (best config) vs cuBLAS, same run.
+"""GEMM benchmark: the generated warp-specialized kernel (best config) vs cuBLAS and Triton's
+persistent TMA matmul (bench/triton_matmul_tma.py, best of its configs), same run.
 
     python bench/gemm.py [--dtypes fp8,bf16,f16] [--out bench/results/gemm.json]
 
@@ -7,7 +8,8 @@ C = A @ B^T, M = N = 8192, K from 256 to 16384. For each dtype and K, every conf
 is timed through `tawa_xdsl.autotune.Autotuner.tune` (the same search `@autotune` runs), the
 winner is checked against torch (relative error), and cuBLAS is timed in the same process:
 torch.matmul for f16/bf16, and for fp8 (e4m3 A and B, bf16 C) torch._scaled_mm with unit
-scales and bf16 output, the same function as ours.
+scales and bf16 output, the same function as ours. Each row also carries the issue's keys:
+`ours`, `cublas` (fast accumulation for fp8) and `triton` TFLOP/s, `ratio_triton`.
 Kernels are compiled with `verify=False`: the ring proofs are CPU work (tests/unit proves
 these configurations) and would only spend the GPU lease. Prints one line per K with the best
 config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing:
@@ -32,6 +34,9 @@ import tawa_xdsl.language as tl  # noqa: E402
 from tawa_xdsl.autotune import Autotuner, Config  # noqa: E402
 from tawa_xdsl.compiler import CompiledKernel  # noqa: E402
 from tawa_xdsl.kernels.gemm import compile_gemm, configs_for, grid  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import triton_matmul_tma  # noqa: E402
 
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 DTYPES = {
@@ -90,6 +95,8 @@ def main() -> None:
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--out", default="bench/results/gemm.json")
     parser.add_argument("--ptx-dir", default=None, help="write each winner's PTX here")
+    parser.add_argument("--no-triton", dest="triton", action="store_false",
+                        help="leave out the Triton persistent TMA matmul peer")  # fmt: skip
     args = parser.parse_args()
     m = n = args.size
     rows = []
@@ -117,6 +124,9 @@ def main() -> None:
             best = tuner.tune((m, n, k, dname), run)
             ms_cublas = timer(lambda a=a, b=b: peer(a, b))
             ms_fast = timer(lambda a=a, b=b: peer(a, b, True)) if ldtype.is_fp8 else None
+            ms_triton, triton_config, triton_failed = (
+                triton_matmul_tma.best(a, b, c, timer) if args.triton else (None, None, {})
+            )
             c.fill_(float("nan"))
             run(best)()
             torch.cuda.synchronize()
@@ -133,12 +143,21 @@ def main() -> None:
             }  # fmt: skip
             if ms_fast is not None:
                 row["cublas_fast_tflops"], row["ratio_fast"] = flop / ms_fast / 1e9, ms_fast / ms
+            row["ours"] = row["tflops"]
+            row["cublas"] = row.get("cublas_fast_tflops", row["cublas_tflops"])
+            if ms_triton is not None:
+                row["triton"], row["ratio_triton"] = flop / ms_triton / 1e9, ms_triton / ms
+                row["triton_config"] = triton_config._asdict()
+            if triton_failed:
+                row["triton_errors"] = triton_failed
             rows.append(row)
             fast = (
                 f"  fast-accum {row['cublas_fast_tflops']:.1f} ratio {row['ratio_fast']:.3f}"
                 if ms_fast is not None
                 else ""
             )
+            if "triton" in row:
+                fast += f"  triton {row['triton']:.1f} ratio {row['ratio_triton']:.3f}"
             print(
                 f"{dname} K={k:6d} best {short(best):22s} ours {row['tflops']:7.1f} TFLOP/s  "
                 f"cuBLAS {row['cublas_tflops']:7.1f}  ratio {row['ratio']:.3f}  relerr {err:.1e}"
@@ -160,6 +179,9 @@ def main() -> None:
     for dname in {r["dtype"] for r in rows}:
         ratios = [r["ratio"] for r in rows if r["dtype"] == dname]
         print(f"{dname}: mean ratio {sum(ratios) / len(ratios):.3f}, min {min(ratios):.3f}")
+        over_triton = [r["ratio_triton"] for r in rows if r["dtype"] == dname and "triton" in r]
+        if over_triton:
+            print(f"{dname}: against Triton persistent TMA min {min(over_triton):.3f}")
 
 
 if __name__ == "__main__":

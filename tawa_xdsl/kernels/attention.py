@@ -6,10 +6,11 @@ sum `l_i` and the unnormalized output `acc`. Q, K, V and O are [batch * heads, s
 arrays read through 3-D descriptors (with GQA, K and V are [batch * heads / GROUP, seq,
 head_dim]: query row r of the grid reads K/V row r // GROUP, no copies), so blocks past `seq`
 read zeros and their stores are clipped; key columns past `seq` are masked. With CAUSAL, row
-r sees keys 0..r and the key loop stops after the diagonal block, and the programs take the
-row blocks of all heads longest first (program (x, y) the (x + blocks * y)-th in that
-order): the GPU starts programs in grid order, and a persistent kernel deals them in that
-order, so the shortest tiles fill the end of the grid. `sm_scale` must be
+r sees keys 0..r and the key loop stops after the diagonal block, and program i takes row
+block (blocks - 1 - i): the GPU starts programs in grid order, so the longest row blocks start
+first and the shortest fill the end of the grid (the row blocks of all heads longest first
+were 4-11% slower on the H200: the programs running together then read as many K/V heads,
+more than L2 holds; bench/NOTES.md, round 10). `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
@@ -97,12 +98,9 @@ def attn_rows(
     """Store O for this program's BLOCK_M rows; return where they are and their softmax
     statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
     start_m = tl.program_id(0)
+    if CAUSAL:  # longest first: the last row blocks have the most keys (FA3's causal order)
+        start_m = tl.num_programs(0) - 1 - start_m
     head = tl.program_id(1)
-    if CAUSAL:  # longest first over all heads: the last row blocks have the most keys
-        blocks = tl.num_programs(0)
-        order = start_m + blocks * head  # the order programs start in (x fastest)
-        head = order % tl.num_programs(1)
-        start_m = blocks - 1 - order // tl.num_programs(1)
     off_m = start_m * BLOCK_M
     qk_scale = sm_scale * 1.44269504  # log2(e): exp(x) = exp2(x * log2(e))
     q = q_desc.load([head, off_m, 0]).reshape([BLOCK_M, HEAD_DIM])
@@ -156,6 +154,15 @@ def default_block_n(head_dim: int) -> int:
     """Keys per step: 128 for d = 64 and d = 128 (d = 128 with setmaxnreg 24/240,
     `default_registers`: +16-24% over 64 keys on the H200, bench/NOTES.md round 3)."""
     return 128
+
+
+def persistent_default(causal: bool) -> bool:
+    """One program per SM without a causal mask: every tile is as long, the CTA setup, Q's
+    load and the first QK^T of a tile run under the previous tile's last MMAs (+3 to +15% at
+    seq 1K-4K on the H200, even at 16K; bench/NOTES.md, round 10). Causal tiles are 1 to
+    seq / 128 key blocks long, and the GPU's own launch order, longest first, balances them
+    better than a fixed deal of tiles to programs."""
+    return not causal
 
 
 def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
@@ -245,7 +252,7 @@ def compile_attention(
     rotate: bool = True,
     group: int = 1,
     split: bool = True,
-    persistent: bool = False,
+    persistent: bool | None = None,
     block_m: int = BLOCK_M,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
@@ -261,15 +268,16 @@ def compile_attention(
     `group` query heads share each K/V head (GQA, `tile_module`); `split`
     (CompileOptions.split_loops): the key blocks no mask touches in a loop of their own;
     `persistent`: one program per SM walks the row blocks (launched the same way: the
-    compiled kernel maps the grid). Q's ring is as deep as K's and V's, so at d = 128 it needs
-    `stages=2` to fit shared memory. `block_m` query rows per program, a multiple of 64 (one
-    consumer warpgroup each): launch it over `grid(seq, heads, block_m)`. 192 (three
+    compiled kernel maps the grid; None: `persistent_default`). `block_m` query rows per
+    program, a multiple of 64 (one consumer warpgroup each): launch it over
+    `grid(seq, heads, block_m)`. 192 (three
     warpgroups, FA3's d = 64 tile) is 6-13% faster at d = 64 without a causal mask on the
     H200, but its masked key loop spills at the 160 registers three warpgroups get (568
     bytes), so it is not the default (bench/NOTES.md, round 9)."""
     bn = block_n or default_block_n(head_dim)
+    walk = persistent_default(causal) if persistent is None else persistent
     options = compile_options(
-        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m
+        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, walk, block_m
     )
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)
