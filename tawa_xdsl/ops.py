@@ -100,7 +100,7 @@ def attention_module(
     block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
     module = attention.tile_module(head_dim, short, causal, block_n, return_lse, group=group)
-    return module, attention.compile_options(head_dim, block_n)
+    return module, attention.compile_options(head_dim, block_n, causal=causal)
 
 
 TL_TYPES = {

@@ -156,13 +156,14 @@ def default_block_n(head_dim: int) -> int:
     return 128
 
 
-def persistent_default(causal: bool) -> bool:
+def persistent_default(causal: bool, pingpong: bool = False) -> bool:
     """One program per SM without a causal mask: every tile is as long, the CTA setup, Q's
     load and the first QK^T of a tile run under the previous tile's last MMAs (+3 to +15% at
     seq 1K-4K on the H200, even at 16K; bench/NOTES.md, round 10). Causal tiles are 1 to
     seq / 128 key blocks long, and the GPU's own launch order, longest first, balances them
-    better than a fixed deal of tiles to programs."""
-    return not causal
+    better than a fixed deal of tiles to programs. Not with ping-pong: over a tile loop its
+    turns let the warpgroups drift further apart than the proof models (it refuses)."""
+    return not causal and not pingpong
 
 
 def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
@@ -219,11 +220,13 @@ def compile_options(
     mma_depth: int = 1,
     rotate: bool = True,
     split: bool = True,
-    persistent: bool = False,
+    persistent: bool | None = None,
     block_m: int = BLOCK_M,
+    causal: bool = False,
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
-    consumer warpgroup per 64 query rows."""
+    consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
+    told."""
     consumers = block_m // 64
     bn = block_n or default_block_n(head_dim)
     return CompileOptions(
@@ -234,7 +237,7 @@ def compile_options(
         pingpong=pingpong,
         rotate=rotate,
         split_loops=split,
-        persistent=persistent,
+        persistent=persistent_default(causal, pingpong) if persistent is None else persistent,
     )
 
 
@@ -275,10 +278,10 @@ def compile_attention(
     H200, but its masked key loop spills at the 160 registers three warpgroups get (568
     bytes), so it is not the default (bench/NOTES.md, round 9)."""
     bn = block_n or default_block_n(head_dim)
-    walk = persistent_default(causal) if persistent is None else persistent
     options = compile_options(
-        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, walk, block_m
-    )
+        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
+        causal,
+    )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)
 

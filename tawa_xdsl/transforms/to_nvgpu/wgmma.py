@@ -46,6 +46,8 @@ With `pingpong` the turn covers the issue of both MMAs only (`ping_pong_issue`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Operation, SSAValue
@@ -95,11 +97,22 @@ def wait_before(op: Operation) -> None:
 
 
 def placed_waits(body: Block) -> bool:
-    """Whether a schedule pass placed the waits of `body` (`wait_before`)."""
+    """Whether a schedule pass placed the waits of `body` (`wait_before`): its own, in its
+    branches; those of a loop inside it (a persistent kernel's key loop) are that loop's."""
     return any(
         isinstance(op, nvgpu.WgmmaWaitGroupOp) and aref.MMA_WAIT_ATTR in op.attributes
-        for op in body.walk()
+        for op in _outside_loops(body)
     )
+
+
+def _outside_loops(block: Block) -> Iterator[Operation]:
+    """The ops of `block` and of the branches in it, not those of the loops in it."""
+    for op in block.ops:
+        yield op
+        if not isinstance(op, scf.ForOp):
+            for region in op.regions:
+                for inner in region.blocks:
+                    yield from _outside_loops(inner)
 
 
 def stays_in_flight(op: tile.DotOp) -> bool:
