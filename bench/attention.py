@@ -70,6 +70,14 @@ SCHEDULES = {
     # it; these two time both forms everywhere (NOTES round 10)
     "ours_persistent": {"rotate": True, "pingpong": False, "split": True, "persistent": True},
     "ours_per_tile": {"rotate": True, "pingpong": False, "split": True, "persistent": False},
+    # persistent, the row blocks of every head before the next (longest first when causal)
+    "ours_persistent_heads_first": {
+        "rotate": True,
+        "pingpong": False,
+        "split": True,
+        "persistent": True,
+        "tile_order": "yxz",
+    },
     # FA3's d = 64 tile: 192 rows over three consumer warpgroups (24/160); faster without a
     # causal mask, but its masked loop spills, so not the default (NOTES round 9)
     "ours_m192": {"rotate": True, "pingpong": False, "split": True, "block_m": 192, "dims": (64,)},
@@ -82,7 +90,7 @@ SCHEDULES = {
         "dims": (64,),
     },
 }
-EXPERIMENTS = ("ours_m192", "ours_m192_persistent")
+EXPERIMENTS = ("ours_m192", "ours_m192_persistent", "ours_persistent_heads_first")
 
 
 def tflops(row: dict, ms: float | None) -> float | None:
@@ -183,7 +191,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
         pingpong = schedule["pingpong"] or args.pingpong
-        fixed = ("persistent", "stages", "block_m", "block_n")
+        fixed = ("persistent", "stages", "block_m", "block_n", "tile_order")
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
         rows = grid(seq, batch * heads, chosen.get("block_m", BLOCK_M))
         try:
@@ -255,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gqa", default="", help="query/kv heads at d = 128, e.g. 32/8")
     parser.add_argument("--gqa-seqs", default="4096,8192")
     parser.add_argument("--no-peers", action="store_true", help="measure ours only")
+    parser.add_argument("--causal-only", action="store_true", help="only the causal rows")
     parser.add_argument("--weak-peers", action="store_true", help="also SDPA flash, pointer Triton")
     parser.add_argument("--pingpong", action="store_true", help="alternate the consumers' MMAs")
     parser.add_argument("--stages", type=int, default=3, help="our K/V ring depth")
@@ -269,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         (d, seq, causal, dtype, HIDDEN // d, HIDDEN // d)
         for dtype in args.dtypes.split(",")
         for d in (int(x) for x in args.dims.split(","))
-        for causal in (False, True)
+        for causal in ((True,) if args.causal_only else (False, True))
         for seq in (int(x) for x in args.seqs.split(","))
     ]
     if args.gqa:

@@ -42,6 +42,7 @@ VARIANTS = {
     "pingpong": {"pingpong": True},
     "persistent": {"persistent": True},  # the default without a causal mask (NOTES round 10)
     "per_tile": {"persistent": False},  # the default with one
+    "persistent_heads_first": {"persistent": True, "tile_order": "yxz"},
 }
 
 

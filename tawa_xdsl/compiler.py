@@ -72,6 +72,8 @@ class CompileOptions:
     # 256 rows, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
+    # the persistent walk's grid axes, the fastest first ("yxz": every y of one x first)
+    tile_order: str = "xyz"
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
     # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232;
@@ -125,6 +127,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "mma_depth": INT,
     "consumers": CHOSEN,
     "persistent": BOOL,
+    "tile_order": (is_str, 'a permutation of "xyz"'),
     "epilogue": (is_str, '"global" or "tma"'),
     "verify": BOOL,
     "registers": (is_registers, "None or (producer, consumer) ints"),
@@ -190,6 +193,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 rotate=options.rotate,
                 pingpong=options.pingpong,
                 split_loops=options.split_loops,
+                tile_order=options.tile_order,
             ),
         ),
         *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),

@@ -223,6 +223,7 @@ def compile_options(
     persistent: bool | None = None,
     block_m: int = BLOCK_M,
     causal: bool = False,
+    tile_order: str = "xyz",
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
@@ -238,6 +239,7 @@ def compile_options(
         rotate=rotate,
         split_loops=split,
         persistent=persistent_default(causal, pingpong) if persistent is None else persistent,
+        tile_order=tile_order,
     )
 
 
@@ -257,6 +259,7 @@ def compile_attention(
     split: bool = True,
     persistent: bool | None = None,
     block_m: int = BLOCK_M,
+    tile_order: str = "xyz",
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -273,14 +276,15 @@ def compile_attention(
     `persistent`: one program per SM walks the row blocks (launched the same way: the
     compiled kernel maps the grid; None: `persistent_default`). `block_m` query rows per
     program, a multiple of 64 (one consumer warpgroup each): launch it over
-    `grid(seq, heads, block_m)`. 192 (three
+    `grid(seq, heads, block_m)`; `tile_order` the persistent walk's (CompileOptions:
+    "yxz" takes row block x of every head before x + 1). 192 (three
     warpgroups, FA3's d = 64 tile) is 6-13% faster at d = 64 without a causal mask on the
     H200, but its masked key loop spills at the 160 registers three warpgroups get (568
     bytes), so it is not the default (bench/NOTES.md, round 9)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
-        causal,
+        causal, tile_order,
     )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)

@@ -19,7 +19,13 @@ one wave (the same L2 traffic) and each program's trip count is that of the plai
 the tile loop is then an ordinary loop shared by every warp group, so the aref use counters
 continue across tiles.
 
-No options. Refused: a kernel that returns values.
+Options:
+  order: str = "xyz"   the axes of the logical grid from the fastest along the walk to the
+                       slowest ("yxz": every y of one x before the next x; causal attention,
+                       whose x is its row blocks longest first, then takes the longest row
+                       block of every head first).
+
+Refused: a kernel that returns values; an order that is not a permutation of "xyz".
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ def persistent_launch(
     return (max(sms, 1), 1, 1), dims
 
 
-def make_persistent(kernel: func.FuncOp) -> None:
+def make_persistent(kernel: func.FuncOp, order: str = "xyz") -> None:
+    if sorted(order) != ["x", "y", "z"]:
+        raise error(kernel, PASS, f"order must be a permutation of xyz, got '{order}'")
     block = kernel.body.block
     terminator = block.last_op
     if not isinstance(terminator, func.ReturnOp) or terminator.arguments:
@@ -78,14 +86,10 @@ def make_persistent(kernel: func.FuncOp) -> None:
     body.add_ops(snake)
     tile_id = snake[-1].results[0]
     tile_id.name_hint = "tile_id"
-    pid_x = arith.RemSIOp(tile_id, grid[0])
-    rest = arith.DivSIOp(tile_id, grid[0])
-    pid_y = arith.RemSIOp(rest, grid[1])
-    pid_z = arith.DivSIOp(rest, grid[1])
-    logical = [pid_x.result, pid_y.result, pid_z.result]
+    logical = _decompose(body, tile_id, [grid["xyz".index(a)] for a in order])
+    logical = [logical[order.index(a)] for a in "xyz"]
     for axis, value in enumerate(logical):
         value.name_hint = f"pid_{'xyz'[axis]}"
-    body.add_ops([pid_x, rest, pid_y, pid_z])
     for op in list(block.ops):
         if op is terminator:
             break
@@ -101,6 +105,18 @@ def make_persistent(kernel: func.FuncOp) -> None:
             _replace(op, logical[op.axis.value.data])
         elif isinstance(op, tile.NumProgramsOp):
             _replace(op, grid[op.axis.value.data])
+
+
+def _decompose(body: Block, tile_id: SSAValue, extents: list[SSAValue]) -> list[SSAValue]:
+    """The coordinates of `tile_id` over `extents`, the first the fastest: a remainder
+    and a quotient per axis but the last, which takes the quotient left."""
+    coords, rest = [], tile_id
+    for extent in extents[:-1]:
+        coord, rest_op = arith.RemSIOp(rest, extent), arith.DivSIOp(rest, extent)
+        body.add_ops([coord, rest_op])
+        coords.append(coord.result)
+        rest = rest_op.result
+    return [*coords, rest]
 
 
 def _snake(walk: SSAValue, pid: SSAValue, programs: SSAValue, total: SSAValue) -> list[Operation]:
@@ -128,9 +144,15 @@ def _replace(op: tile.ProgramIdOp | tile.NumProgramsOp, value: SSAValue) -> None
 
 @dataclass(frozen=True)
 class PersistentPass(ModulePass):
-    """Loop each program over the logical tiles; see the module docstring. No options."""
+    """Loop each program over the logical tiles; see the module docstring.
+
+    Options:
+      order: str = "xyz"   the grid's axes, the fastest along the walk first.
+    """
 
     name = "persistent"
 
+    order: str = "xyz"
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        make_persistent(find_kernel(op, PASS))
+        make_persistent(find_kernel(op, PASS), self.order)

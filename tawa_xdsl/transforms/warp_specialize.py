@@ -59,6 +59,7 @@ class WarpSpecializePass(ModulePass):
       consumers: int | None = 1  consumer warpgroups cooperating on one tile (1 or 2; None:
                                  chosen from the tile rows, see cooperative-consumers).
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
+      tile_order: str = "xyz"    the persistent walk's axes, the fastest first (persistent).
       attention: bool = True     software-pipeline the attention consumer (QK^T of j+1 before
                                  softmax of j); other kernels are left alone.
       rotate: bool = False       software-pipeline's rotation (the softmax of j+1 under
@@ -81,10 +82,11 @@ class WarpSpecializePass(ModulePass):
     rotate: bool = False
     pingpong: bool = False
     split_loops: bool = True
+    tile_order: str = "xyz"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         passes: list[ModulePass] = [SplitMaskedLoopsPass()] if self.split_loops else []
-        passes += [PersistentPass()] if self.persistent else []
+        passes += [PersistentPass(order=self.tile_order)] if self.persistent else []
         passes += [
             PartitionPass(),
             InsertArefPass(),
@@ -111,11 +113,12 @@ def warp_specialize(
     epilogue: str = "global",
     split_loops: bool = True,
     rotate: bool = False,
+    tile_order: str = "xyz",
 ) -> ModuleOp:
     """A warp-specialized copy of `module` (see the module docstring)."""
     result = module.clone()
     WarpSpecializePass(
         stages, mma_depth, consumers, persistent, attention, epilogue, rotate,
-        split_loops=split_loops,
+        split_loops=split_loops, tile_order=tile_order,
     ).apply(make_context(), result)  # fmt: skip
     return result

@@ -89,20 +89,26 @@ def test_attention_variants_match_float32(
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("order", ["xyz", "yxz"], ids=["heads_in_turn", "heads_first"])
 @pytest.mark.parametrize("group", [1, 4], ids=["mha", "gqa4"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_persistent_attention_walks_several_tiles(head_dim: int, causal: bool, group: int) -> None:
+def test_persistent_attention_walks_several_tiles(
+    head_dim: int, causal: bool, group: int, order: str
+) -> None:
     """Persistent (one program per SM, the split key loops inside the tile loop, Q's ring
     2 deep at d = 64 and 1 at d = 128): 40 heads x 8 row blocks of seq 1000 are 320 tiles
-    over the 132 programs, so each walks two or three, the second wave mirrored (snake)."""
+    over the 132 programs, so each walks two or three, the second wave mirrored (snake);
+    the walk takes the row blocks of one head in turn, or row block x of every head first."""
     torch.manual_seed(head_dim + group)
     heads, seq = 40, 1000
     q = torch.randn(heads, seq, head_dim, device="cuda").half()
     k, v = (torch.randn(heads // group, seq, head_dim, device="cuda").half() for _ in "kv")
     o = torch.full_like(q, float("nan"))
     sm_scale = 1.0 / math.sqrt(head_dim)
-    kernel = compile_attention(head_dim, "f16", causal, group=group, persistent=True)
+    kernel = compile_attention(
+        head_dim, "f16", causal, group=group, persistent=True, tile_order=order
+    )
     kernel.launch(grid(seq, heads), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     k_all, v_all = (x.repeat_interleave(group, 0) for x in (k, v))

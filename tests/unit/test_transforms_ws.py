@@ -242,6 +242,16 @@ def _attention_args(rng, heads, seq):
             (1, 300),
             {"stages": 2, "mma_depth": 3, "consumers": 2, "persistent": True},
         ),
+        (  # every head's row block x before x + 1: 3 x 2 tiles over 3 programs
+            "attention_causal",
+            (2, 300),
+            {"stages": 2, "mma_depth": 1, "consumers": 2, "persistent": True, "tile_order": "yxz"},
+        ),
+        (
+            "gemm",
+            (260, 400, 130),
+            {"stages": 2, "mma_depth": 2, "persistent": True, "tile_order": "yxz"},
+        ),
     ],
 )
 def test_warp_specialized_program_matches_tile_program(kernels, name, shape, options):

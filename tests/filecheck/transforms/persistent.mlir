@@ -4,6 +4,8 @@
 // RUN: tawa-opt %examples/gemm.mlir -p persistent | filecheck %s
 // RUN: tawa-opt %examples/gemm.mlir -p 'persistent,partition,insert-aref,ring-depth{stages=2}' | filecheck %s --check-prefix=NEST
 // RUN: tawa-opt %examples/attention.mlir -p persistent | filecheck %s --check-prefix=ATTN
+// RUN: tawa-opt %examples/attention.mlir -p 'persistent{order=yxz}' | filecheck %s --check-prefix=YX
+// RUN: not tawa-opt %examples/gemm.mlir -p 'persistent{order=xxz}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // CHECK:      func.func @gemm(%a_desc: !tile.desc<128x64xf16>, %b_desc: !tile.desc<128x64xf16>, %c_desc: !tile.desc<128x128xf16>, %m: i32, %n: i32, %k: i32, %grid_x: i32, %grid_y: i32, %grid_z: i32) {
 // CHECK-NEXT:   %pid = tile.program_id 0 : i32
@@ -43,3 +45,13 @@
 // ATTN:      %pid_x = arith.remsi %tile_id, %grid_x : i32
 // ATTN:      %off_m = arith.muli %pid_x, %block_m : i32
 // ATTN:      %q3 = tile.load %q_desc[%pid_y, %off_m, %c0]
+
+// order=yxz: y (the heads) fastest, so the walk takes row block x of every head before x + 1.
+// YX:      %tile_id = arith.select
+// YX-NEXT: %pid_y = arith.remsi %tile_id, %grid_y : i32
+// YX-NEXT: %[[ROWS:.*]] = arith.divsi %tile_id, %grid_y : i32
+// YX-NEXT: %pid_x = arith.remsi %[[ROWS]], %grid_x : i32
+// YX-NEXT: %pid_z = arith.divsi %[[ROWS]], %grid_x : i32
+// YX:      %off_m = arith.muli %pid_x, %block_m : i32
+
+// BAD: gemm.mlir:{{[0-9]+}}:{{[0-9]+}}: error: persistent: order must be a permutation of xyz, got 'xxz'
