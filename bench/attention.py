@@ -49,7 +49,12 @@ import triton_attention_tma  # noqa: E402
 from attention_ptx import ptx_name  # noqa: E402
 
 from tawa_xdsl.diagnostics import TawaError  # noqa: E402
-from tawa_xdsl.kernels.attention import BLOCK_M, compile_attention, grid  # noqa: E402
+from tawa_xdsl.kernels.attention import (  # noqa: E402
+    BLOCK_M,
+    compile_attention,
+    grid,
+    persistent_default,
+)
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOKENS, HIDDEN = 16384, 2048
@@ -65,12 +70,13 @@ SCHEDULES = {
     "ours_pingpong": {"rotate": True, "pingpong": True, "split": True},
     "ours_single": {"rotate": True, "pingpong": False, "split": False},
     "ours_straightforward": {"rotate": False, "pingpong": False, "split": True},
-    # `ours` is persistent without a causal mask (one program per SM over the row blocks,
-    # dealt in snake waves; K/V rings 3 deep, Q's up to 2) and one program per row block with
-    # it; these two time both forms everywhere (NOTES round 10)
+    # `ours` is persistent (one program per SM over the row blocks, dealt in snake waves; K/V
+    # rings 3 deep, Q's up to 2) without a causal mask and with one up to 2K keys, else one
+    # program per row block (`persistent_default`); these two time both forms everywhere
     "ours_persistent": {"rotate": True, "pingpong": False, "split": True, "persistent": True},
     "ours_per_tile": {"rotate": True, "pingpong": False, "split": True, "persistent": False},
-    # persistent, the row blocks of every head before the next (longest first when causal)
+    # persistent, row block x of every head before x + 1 (longest first when causal): 5-13%
+    # slower than one program per row block from 2K keys (NOTES round 11)
     "ours_persistent_heads_first": {
         "rotate": True,
         "pingpong": False,
@@ -193,6 +199,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         pingpong = schedule["pingpong"] or args.pingpong
         fixed = ("persistent", "stages", "block_m", "block_n", "tile_order")
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
+        chosen.setdefault("persistent", persistent_default(causal, pingpong, seq))  # the library's
         rows = grid(seq, batch * heads, chosen.get("block_m", BLOCK_M))
         try:
             kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],

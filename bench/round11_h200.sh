@@ -4,13 +4,16 @@
 #                                      program per row block against the two persistent walks
 #                                      (a head's row blocks in turn; row block x of every head
 #                                      first), our kernels only, one process
+#   bench/round11_h200.sh check OUT   every GPU test again (after the fix of CompileOptions'
+#                                      field order); causal attention at 1K-2K keys, the new
+#                                      default (persistent) against one program per row block
 #   bench/round11_h200.sh stash OUT   FA4's first two parts stashed (a new machine: the wheels
 #                                      come in the same call as part a)
 #   bench/round11_h200.sh final OUT   FA4's last part; the library attention against FA4 and
 #                                      Triton TMA, f16 and bf16; fp8 attention against Triton fp8
 set -uo pipefail
-what="${1:?usage: bench/round11_h200.sh ab|stash|final OUT_DIR}"
-out="${2:?usage: bench/round11_h200.sh ab|stash|final OUT_DIR}"
+what="${1:?usage: bench/round11_h200.sh ab|check|stash|final OUT_DIR}"
+out="${2:?usage: bench/round11_h200.sh ab|check|stash|final OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 if [ "$what" = ab ]; then
@@ -21,6 +24,14 @@ if [ "$what" = ab ]; then
     step attention_order_ab 170 python3 bench/attention.py --dtypes f16 --seqs 1024,2048,4096,16384 \
         --causal-only --no-peers --schedules ours,ours_persistent,ours_persistent_heads_first \
         --out "$out/attention_order_ab.json"
+elif [ "$what" = check ]; then
+    TEST_SECONDS=300 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
+    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
+    cat "$out/gpu_tests_summary.log"
+    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
+    step attention_causal_default 100 python3 bench/attention.py --dtypes f16,bf16 \
+        --seqs 1024,2048,4096 --causal-only --no-peers --schedules ours,ours_per_tile \
+        --out "$out/attention_causal_default.json"
 elif [ "$what" = stash ]; then
     [ -d carry/fa4a ] && source bench/fa4_h200.sh stash carry/fa4a
     [ -d carry/fa4b ] && source bench/fa4_h200.sh stash carry/fa4b

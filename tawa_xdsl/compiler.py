@@ -72,8 +72,6 @@ class CompileOptions:
     # 256 rows, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
-    # the persistent walk's grid axes, the fastest first ("yxz": every y of one x first)
-    tile_order: str = "xyz"
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
     # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232;
@@ -89,6 +87,8 @@ class CompileOptions:
     # split each loop where its masks stop holding for every lane (split-masked-loops): the
     # iterations before run a body without the selects (attention's unmasked key blocks)
     split_loops: bool = True
+    # the persistent walk's grid axes, the fastest first ("yxz": every y of one x first)
+    tile_order: str = "xyz"
 
     def __post_init__(self) -> None:
         for option in fields(self):

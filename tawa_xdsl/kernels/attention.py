@@ -156,14 +156,24 @@ def default_block_n(head_dim: int) -> int:
     return 128
 
 
-def persistent_default(causal: bool, pingpong: bool = False) -> bool:
-    """One program per SM without a causal mask: every tile is as long, the CTA setup, Q's
-    load and the first QK^T of a tile run under the previous tile's last MMAs (+3 to +15% at
-    seq 1K-4K on the H200, even at 16K; bench/NOTES.md, round 10). Causal tiles are 1 to
-    seq / 128 key blocks long, and the GPU's own launch order, longest first, balances them
-    better than a fixed deal of tiles to programs. Not with ping-pong: over a tile loop its
+# Causal attention is persistent up to this many keys: one program per SM over the row blocks
+# of one head in turn, +22% / +12% at d = 64 seq 1K / 2K and +13% / +1% at d = 128 on the H200;
+# from 4K, -4% to +2%, and -26% at d = 128 16K (bench/NOTES.md, round 11).
+CAUSAL_PERSISTENT_SEQ = 2048
+
+
+def persistent_default(causal: bool, pingpong: bool = False, seq: int | None = None) -> bool:
+    """Whether the library launches one program per SM (the tile loop walking the row blocks)
+    for `seq` keys (None: not known at compile time). Without a causal mask, always: every tile
+    is as long, the CTA setup, Q's load and the first QK^T of a tile run under the previous
+    tile's last MMAs (+3 to +15% at seq 1K-4K on the H200, even at 16K; round 10). Causal tiles
+    are 1 to seq / 128 key blocks long: a fixed deal evens them out only while a wave of
+    programs spans few heads' worth of lengths (`CAUSAL_PERSISTENT_SEQ`); longer, the GPU's own
+    launch order, longest first, balances them better. Not with ping-pong: over a tile loop its
     turns let the warpgroups drift further apart than the proof models (it refuses)."""
-    return not causal and not pingpong
+    if pingpong:
+        return False
+    return not causal or (seq is not None and seq <= CAUSAL_PERSISTENT_SEQ)
 
 
 def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:

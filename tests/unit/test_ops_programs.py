@@ -27,3 +27,22 @@ def test_the_attention_op_compiles_what_compile_attention_compiles(
     module, options = ops.attention_module(head_dim, dtype, causal, return_lse, group)
     assert options == library_options and options.rotate
     assert str(module) == str(library_module)
+
+
+
+@pytest.mark.parametrize(
+    ("causal", "seq", "persistent"),
+    [(False, 16384, True), (True, 1000, True), (True, 2048, True), (True, 4096, False)],
+)
+def test_the_attention_op_takes_the_persistent_form_the_length_calls_for(
+    causal: bool, seq: int, persistent: bool
+) -> None:
+    """Causal attention is persistent up to `CAUSAL_PERSISTENT_SEQ` keys, one program per row
+    block beyond; without a mask always (never with ping-pong): the op's program for that
+    length is compiled in that form."""
+    chosen = attention.persistent_default(causal, seq=seq)
+    assert chosen is persistent
+    assert attention.persistent_default(causal, pingpong=True, seq=seq) is False
+    _, options = ops.attention_module(64, "float16", causal, False, 1, chosen)
+    assert options.persistent is persistent
+    assert ops.attention_program(64, "float16", causal, False, 1, chosen).options == options
