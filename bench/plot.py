@@ -1,10 +1,12 @@
 """Plot a benchmark's JSON: ours beside each peer, with our ratio to the peer on the points.
 
-* bench/gemm.py: TFLOP/s against K, one panel per dtype (fp8 first); the peer is
-  torch.matmul for f16/bf16 and torch._scaled_mm (unit scales, bf16 out) for fp8.
+* bench/gemm.py: TFLOP/s against K, one panel per dtype (fp8 first); the peers are
+  torch.matmul for f16/bf16 and torch._scaled_mm (unit scales, bf16 out; with fast
+  accumulation too where the run has it) for fp8, and Triton's persistent TMA matmul.
 * bench/attention.py: TFLOP/s against the sequence length,
-  one panel per (dtype, head dim, heads, causal); the peers FlashAttention-4, cuDNN and the
-  Triton TMA kernel where the run has them, ratios to FA4 (else Triton).
+  one panel per (dtype, head dim, heads, causal); our persistent form and the peers
+  FlashAttention-4, cuDNN and the Triton TMA kernel where the run has them, ratios to FA4
+  (else Triton).
 
 python bench/plot.py bench/results/gemm.json bench/results/gemm.png
 """
@@ -40,8 +42,14 @@ def plot_gemm(plt, rows: list[dict]):
         ax.plot(ks, [r["tflops"] for r in these], "o-", label="tawa-xdsl (best config)")
         peer = "cuBLAS fp8 (torch._scaled_mm)" if dtype == "fp8" else "cuBLAS (torch.matmul)"
         ax.plot(ks, [r["cublas_tflops"] for r in these], "s--", label=peer)
-        for r in these:
-            ax.annotate(f"{r['ratio']:.2f}x", (r["K"], r["tflops"]), textcoords="offset points",
+        if all(r.get("cublas_fast_tflops") for r in these):
+            fast = [r["cublas_fast_tflops"] for r in these]
+            ax.plot(ks, fast, "v--", label="torch._scaled_mm, fast accumulation")
+        if all(r.get("triton") for r in these):
+            ax.plot(ks, [r["triton"] for r in these], "d--", label="Triton persistent TMA")
+        for r in these:  # the ratio to the strongest cuBLAS form the run has
+            ratio = f"{r['ratio_fast']:.2f}x fast" if r.get("ratio_fast") else f"{r['ratio']:.2f}x"
+            ax.annotate(ratio, (r["K"], r["tflops"]), textcoords="offset points",
                         xytext=(0, -14), ha="center", fontsize=8)  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
@@ -56,6 +64,7 @@ def plot_gemm(plt, rows: list[dict]):
 
 
 ATTENTION_PEERS = (("ours_straightforward", "tawa-xdsl, straightforward schedule", "o:"),
+                   ("ours_persistent", "tawa-xdsl, persistent", "o-."),
                    ("fa4", "FlashAttention-4 (Hopper)", "s--"), ("cudnn", "cuDNN", "^--"),
                    ("triton", "Triton, TMA descriptors", "d--"))  # fmt: skip
 
@@ -71,9 +80,9 @@ def plot_attention(plt, rows: list[dict]):
         these = sorted((r for r in rows if panel(r) == key), key=lambda r: r["seq"])
         seqs = [r["seq"] for r in these]
         ax.plot(seqs, [r["ours"] for r in these], "o-", label="tawa-xdsl")
-        for key, label, style in ATTENTION_PEERS:
-            if all(r.get(key) for r in these):  # a peer absent from the run is not drawn
-                ax.plot(seqs, [r[key] for r in these], style, label=label)
+        for name, label, style in ATTENTION_PEERS:
+            if all(r.get(name) for r in these):  # a peer absent from the run is not drawn
+                ax.plot(seqs, [r[name] for r in these], style, label=label)
         peer = "fa4" if all(r.get("ratio_fa4") for r in these) else "triton"
         for r in these:
             ratio = f"{r[f'ratio_{peer}']:.2f}x {peer}"

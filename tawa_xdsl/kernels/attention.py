@@ -287,10 +287,10 @@ def compile_attention(
     compiled kernel maps the grid; None: `persistent_default`). `block_m` query rows per
     program, a multiple of 64 (one consumer warpgroup each): launch it over
     `grid(seq, heads, block_m)`; `tile_order` the persistent walk's (CompileOptions:
-    "yxz" takes row block x of every head before x + 1). 192 (three
-    warpgroups, FA3's d = 64 tile) is 6-13% faster at d = 64 without a causal mask on the
-    H200, but its masked key loop spills at the 160 registers three warpgroups get (568
-    bytes), so it is not the default (bench/NOTES.md, round 9)."""
+    "yxz" takes row block x of every head before x + 1). 192 (three warpgroups at 160
+    registers, FA3's d = 64 tile) was 2-15% faster at d = 64 without a causal mask on the H200
+    while its masked key loop spilled; it assembles clean since round 11 and is not the
+    default until timed so (bench/NOTES.md, rounds 9-11; d = 128 spills at 160)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,

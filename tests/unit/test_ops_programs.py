@@ -29,7 +29,6 @@ def test_the_attention_op_compiles_what_compile_attention_compiles(
     assert str(module) == str(library_module)
 
 
-
 @pytest.mark.parametrize(
     ("causal", "seq", "persistent"),
     [(False, 16384, True), (True, 1000, True), (True, 2048, True), (True, 4096, False)],

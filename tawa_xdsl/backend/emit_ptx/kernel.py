@@ -220,6 +220,11 @@ def _walk_outside_loops(block: Block) -> Iterator[Operation]:
                     yield from _walk_outside_loops(inner)
 
 
+def _accumulator(undef: nvgpu.FragmentUndefOp) -> bool:
+    ty = undef.result.type
+    return isinstance(ty, FragmentType) and ty.kind == FragmentLayout.WGMMA_ACC
+
+
 class Coalescer:
     """Union-find over values that may share registers (see the module docstring)."""
 
@@ -618,14 +623,30 @@ class KernelPrinter:
         without a definition its registers are live into the loop; under a loop around this
         one (a persistent kernel's tile loop) they stay live across that loop's back edge, and
         ptxas spills and serializes every wgmma (C7512). In front of the loop nothing is in
-        flight in them: they belong to no value the loop carries."""
+        flight in them: they belong to no value the loop carries. (An undefined accumulator
+        is zeroed in front of its branch instead, `_define_undefined_branches`.)"""
         body = op.body.block
         carried = {self.coalesce.find(arg) for arg in body.args[1:]}
         for inner in _walk_outside_loops(body):
-            if isinstance(inner, nvgpu.FragmentUndefOp):
+            if isinstance(inner, nvgpu.FragmentUndefOp) and not _accumulator(inner):
                 if self.coalesce.find(inner.result) not in carried:
                     for reg in self.frag(inner.result):
                         self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
+
+    def _define_undefined_branches(self, op: scf.IfOp) -> None:
+        """Zero, in front of the branch, the registers of each undefined fragment a branch
+        yields (the lookahead's else: no QK^T(j+1) in the last iteration). They are the
+        registers the other branch's wgmma accumulates into, and left undefined on one path
+        they hold the previous iteration's value for all ptxas knows: live around the loop's
+        back edge, beside every copy made of them (the 192-row kernel's masked scores: 592
+        bytes spilled at 160 registers). Zeroed in a branch, after the other branch's wgmma
+        in the program text, they would be a write into an accumulator in flight (C7515)."""
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in _walk_outside_loops(block):
+                    if isinstance(inner, nvgpu.FragmentUndefOp) and _accumulator(inner):
+                        for reg in self.frag(inner.result):
+                            self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
 
     def _parallel_copy(self, dsts: Sequence[SSAValue], srcs: Sequence[SSAValue]) -> None:
         """dst_i = src_i for all i at once: through temporaries when a source is a destination."""
@@ -650,6 +671,7 @@ class KernelPrinter:
         assert isinstance(op, scf.IfOp)
         b = self.b
         cond = self.reg(op.cond)
+        self._define_undefined_branches(op)
         else_label, end = b.new_label("else"), b.new_label("end_if")
         has_else = bool(op.false_region.blocks)
         b.bra(else_label if has_else else end, pred=f"!{cond}")
