@@ -10,6 +10,7 @@ setmaxnreg (C7508), or spills. Skipped only when ptxas is absent.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,28 @@ def test_persistent_kernel_assembles(head_dim: int, causal: bool) -> None:
     loops = [line for line in kernel.ptx.splitlines() if line.startswith("$L_for_")]
     assert len(loops) >= 3  # the tile loop and the two key loops of each warpgroup kind
     assert kernel.smem_bytes <= 232448
+
+
+def test_the_lookahead_scores_are_defined_in_front_of_their_branch() -> None:
+    """The lookahead's else (no QK^T(j+1) in the last iteration) yields undefined scores: the
+    printer zeroes their 64 registers in front of the branch, not in it, so ptxas never sees
+    them live around the loop's back edge, and nothing writes them in the else."""
+    lines = compile_attention(64, "f16", False).ptx.splitlines()
+    zero = re.compile(r"\s+mov\.f32 (%acc_f32_\d+), 0f00000000;")
+    found = 0
+    for i, line in enumerate(lines):
+        branch = re.match(r"\s+@!%p\d+ bra (\$L_else_\d+);", line)
+        if not branch:
+            continue
+        before = []
+        for previous in reversed(lines[:i]):
+            if not (m := zero.match(previous)):
+                break
+            before.append(m.group(1))
+        if len(before) < 64:
+            continue
+        found += 1
+        start = lines.index(f"{branch.group(1)}:")
+        end = next(j for j in range(start, len(lines)) if lines[j].startswith("$L_end_if_"))
+        assert not any(reg in text for reg in before for text in lines[start:end])
+    assert found >= 2  # the lookahead of each key loop (the split's two)

@@ -640,11 +640,23 @@ class KernelPrinter:
         they hold the previous iteration's value for all ptxas knows: live around the loop's
         back edge, beside every copy made of them (the 192-row kernel's masked scores: 592
         bytes spilled at 160 registers). Zeroed in a branch, after the other branch's wgmma
-        in the program text, they would be a write into an accumulator in flight (C7515)."""
+        in the program text, they would be a write into an accumulator in flight (C7515).
+        Not when a value the branches read from outside shares those registers."""
+        inside = {id(o) for o in op.walk()}
+        read = {
+            self.coalesce.find(value)
+            for inner in op.walk()
+            for value in inner.operands
+            if not (isinstance(value.owner, Operation) and id(value.owner) in inside)
+        }
         for region in op.regions:
             for block in region.blocks:
                 for inner in _walk_outside_loops(block):
-                    if isinstance(inner, nvgpu.FragmentUndefOp) and _accumulator(inner):
+                    if (
+                        isinstance(inner, nvgpu.FragmentUndefOp)
+                        and _accumulator(inner)
+                        and self.coalesce.find(inner.result) not in read
+                    ):
                         for reg in self.frag(inner.result):
                             self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
 
