@@ -97,6 +97,14 @@ SCHEDULES = {
         "stages": 2,
         "dims": (128,),
     },
+    "ours_n176_pingpong": {
+        "rotate": True,
+        "pingpong": True,
+        "split": True,
+        "block_n": 176,
+        "stages": 2,
+        "dims": (128,),
+    },
     "ours_m192_persistent": {
         "rotate": True,
         "pingpong": False,
@@ -106,7 +114,13 @@ SCHEDULES = {
         "dims": (64,),
     },
 }
-EXPERIMENTS = ("ours_m192", "ours_m192_persistent", "ours_n176", "ours_persistent_heads_first")
+EXPERIMENTS = (
+    "ours_m192",
+    "ours_m192_persistent",
+    "ours_n176",
+    "ours_n176_pingpong",
+    "ours_persistent_heads_first",
+)
 
 
 def tflops(row: dict, ms: float | None) -> float | None:

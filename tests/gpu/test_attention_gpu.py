@@ -60,6 +60,7 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     # three consumer warpgroups (24/160; d = 128 spills), 2-deep rings to fit d = 128's Q
     "m192": {"block_m": 192, "stages": 2},
     "persistent": {"persistent": True},
+    "n176": {"block_n": 176, "stages": 2},  # FA3's d = 128 step (spill-free since round 11b)
 }
 
 
