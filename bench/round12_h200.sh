@@ -30,7 +30,7 @@ elif [ "$what" = bench ]; then
     source bench/fa4_h200.sh install
     step attention_final 560 python3 bench/attention.py --dtypes f16,bf16 \
         --seqs 1024,2048,4096,16384 --peers fa4,triton \
-        --schedules ours,ours_per_tile,ours_m192,ours_m192_persistent,ours_n176,ours_n176_pingpong \
+        --schedules ours,ours_per_tile,ours_straightforward,ours_launch_defaults,ours_m192,ours_m192_persistent,ours_n176,ours_n176_pingpong \
         --out "$out/attention_final.json"
 else
     source bench/fa4_h200.sh install
