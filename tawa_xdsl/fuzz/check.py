@@ -68,10 +68,14 @@ class Options:
     sms: int = 2  # persistent launches: the number of SMs (programs) to spread tiles on
     verify: bool = True
     rotate: bool = False
+    tile_order: str = "xyz"  # persistent launches: the walk's axes, the fastest first
 
     def key(self) -> str:
         """`D3 P2 C1 persistent` for summaries."""
-        extra = (" persistent" if self.persistent else "") + ("" if self.attention else " no-sw")
+        walk = f" {self.tile_order}" if self.persistent and self.tile_order != "xyz" else ""
+        extra = (" persistent" + walk if self.persistent else "") + (
+            "" if self.attention else " no-sw"
+        )
         extra += (" rotated" if self.rotate else "") + ("" if self.verify else " unverified")
         return f"D{self.stages} P{self.mma_depth} C{self.consumers}{extra}"
 
@@ -178,6 +182,7 @@ def warp_specialized(text: str, options: Options) -> Any:
         persistent=options.persistent,
         attention=options.attention,
         rotate=options.rotate,
+        tile_order=options.tile_order,
     )
 
 
@@ -281,6 +286,7 @@ def gpu_kernel(text: str, options: Options) -> Any:
         persistent=options.persistent,
         verify=options.verify,
         rotate=options.rotate,
+        tile_order=options.tile_order,
     )
     try:
         return compile_to_ptx(_parse(text), compile_options)

@@ -24,7 +24,7 @@ What they draw, all within what the compiler supports:
 * options (`options`): D 1..6 (only up to what fits an sm_90 block's shared memory:
   `fitting_stages` for the GPU, `accepted_depth` for the CPU levels), P 1..3, cooperative
   consumers (64 rows or more each: 2 at BLOCK_M 128, 3 at an attention BLOCK_M of 192),
-  persistent on 1..3 SMs, attention pipelining on/off (CPU);
+  persistent on 1..3 SMs (the walk x or y fastest), attention pipelining on/off (CPU);
 * schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
   choice lists (shrinkable).
 """
@@ -198,6 +198,7 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
         attention=True if gpu else draw(st.booleans()),
         sms=draw(st.integers(1, 3)),
         rotate=draw(st.booleans()),
+        tile_order=draw(st.sampled_from(["xyz", "yxz"])) if persistent else "xyz",
     )
     return drawn if gpu else accepted_depth(program, drawn)
 
