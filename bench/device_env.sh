@@ -1,5 +1,6 @@
 # Sourced by the bench/*_h200.sh scripts: installs the carried wheels (xdsl and its small
-# dependencies, z3) on the lent GPU machine, records the GPU, and defines `step`.
+# dependencies, z3) on the lent GPU machine, records the GPU, and defines `step` and
+# `all_gpu_tests`.
 # Expects `out` (the output folder); the wheels come from $WHEELS (default carry/wheels).
 wheels="${WHEELS:-carry/wheels}"
 mkdir -p "$out" /tmp/site
@@ -16,4 +17,11 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME
     local name=$1 limit=$2; shift 2
     echo "== $name"; timeout "$limit" "$@" > "$out/$name.log" 2>&1; echo "rc=$?" >> "$out/$name.log"
     tail -n "${STEP_TAIL:-4}" "$out/$name.log"
+}
+
+all_gpu_tests() {  # all_gpu_tests SECONDS: every GPU test in 8 shards, their logs as one file
+    TEST_SECONDS=$1 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
+    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
+    cat "$out/gpu_tests_summary.log"
+    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
 }

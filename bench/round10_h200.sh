@@ -16,10 +16,7 @@ STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 if [ "$what" = tests ]; then
     source bench/fa4_h200.sh stash carry/fa4a
-    TEST_SECONDS=500 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
-    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
-    cat "$out/gpu_tests_summary.log"
-    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
+    all_gpu_tests 500
 elif [ "$what" = stash ]; then
     source bench/fa4_h200.sh stash carry/fa4b
 elif [ "$what" = bench ]; then

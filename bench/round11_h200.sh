@@ -17,18 +17,12 @@ out="${2:?usage: bench/round11_h200.sh ab|check|stash|final OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 if [ "$what" = ab ]; then
-    TEST_SECONDS=400 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
-    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
-    cat "$out/gpu_tests_summary.log"
-    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
+    all_gpu_tests 400
     step attention_order_ab 170 python3 bench/attention.py --dtypes f16 --seqs 1024,2048,4096,16384 \
         --causal-only --no-peers --schedules ours,ours_persistent,ours_persistent_heads_first \
         --out "$out/attention_order_ab.json"
 elif [ "$what" = check ]; then
-    TEST_SECONDS=300 bench/gpu_tests_h200.sh "$out" 8 > "$out/gpu_tests_summary.log" 2>&1
-    cat "$out"/gpu_shard_*.log > "$out/gpu_shards_all.log" && rm "$out"/gpu_shard_*.log
-    cat "$out/gpu_tests_summary.log"
-    grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
+    all_gpu_tests 300
     step attention_causal_default 100 python3 bench/attention.py --dtypes f16,bf16 \
         --seqs 1024,2048,4096 --causal-only --no-peers --schedules ours,ours_per_tile \
         --out "$out/attention_causal_default.json"

@@ -110,6 +110,10 @@ def is_str(value: Any) -> bool:
     return isinstance(value, str)
 
 
+def is_axis_order(value: Any) -> bool:
+    return isinstance(value, str) and sorted(value) == ["x", "y", "z"]
+
+
 def is_registers(value: Any) -> bool:
     return value is None or (
         isinstance(value, tuple) and len(value) == 2 and all(map(is_int, value))
@@ -127,7 +131,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "mma_depth": INT,
     "consumers": CHOSEN,
     "persistent": BOOL,
-    "tile_order": (is_str, 'a permutation of "xyz"'),
+    "tile_order": (is_axis_order, 'a permutation of "xyz"'),
     "epilogue": (is_str, '"global" or "tma"'),
     "verify": BOOL,
     "registers": (is_registers, "None or (producer, consumer) ints"),

@@ -74,6 +74,7 @@ def test_every_option_has_one_launch_name() -> None:
         ({"num_stages": "3"}, r"^launch option num_stages: expected an int, got '3'$"),
         ({"registers": 240}, r"^launch option registers: expected None or \(producer, consumer\)"),
         ({"pingpong": 1}, r"^launch option pingpong: expected a bool, got 1$"),
+        ({"tile_order": "xy"}, r'^launch option tile_order: expected a permutation of "xyz", '),
     ],
 )
 def test_bad_launch_options_are_refused_in_one_line(options: dict, message: str) -> None:

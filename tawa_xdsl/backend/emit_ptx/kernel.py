@@ -630,8 +630,7 @@ class KernelPrinter:
         for inner in _walk_outside_loops(body):
             if isinstance(inner, nvgpu.FragmentUndefOp) and not _accumulator(inner):
                 if self.coalesce.find(inner.result) not in carried:
-                    for reg in self.frag(inner.result):
-                        self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
+                    self._zero(inner.result)
 
     def _define_undefined_branches(self, op: scf.IfOp) -> None:
         """Zero, in front of the branch, the registers of each undefined fragment a branch
@@ -657,8 +656,11 @@ class KernelPrinter:
                         and _accumulator(inner)
                         and self.coalesce.find(inner.result) not in read
                     ):
-                        for reg in self.frag(inner.result):
-                            self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
+                        self._zero(inner.result)
+
+    def _zero(self, value: SSAValue) -> None:
+        for reg in self.frag(value):
+            self.b.mov(reg.cls, reg, f32_hex(0.0) if reg.cls == "f32" else "0")
 
     def _parallel_copy(self, dsts: Sequence[SSAValue], srcs: Sequence[SSAValue]) -> None:
         """dst_i = src_i for all i at once: through temporaries when a source is a destination."""
