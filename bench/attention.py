@@ -51,8 +51,8 @@ from attention_ptx import ptx_name  # noqa: E402
 from tawa_xdsl.compiler import CompileOptions, compile_to_ptx  # noqa: E402
 from tawa_xdsl.diagnostics import TawaError  # noqa: E402
 from tawa_xdsl.kernels.attention import (  # noqa: E402
-    BLOCK_M,
     compile_attention,
+    default_form,
     grid,
     persistent_default,
     tile_module,
@@ -72,9 +72,11 @@ SCHEDULES = {
     "ours_pingpong": {"rotate": True, "pingpong": True, "split": True},
     "ours_single": {"rotate": True, "pingpong": False, "split": False},
     "ours_straightforward": {"rotate": False, "pingpong": False, "split": True},
-    # `ours` is persistent (one program per SM over the row blocks, dealt in snake waves; K/V
-    # rings 3 deep, Q's up to 2) without a causal mask and with one up to 2K keys, else one
-    # program per row block (`persistent_default`); these two time both forms everywhere
+    # `ours` is the library's form (`default_form`): at d = 128 persistent (one program per SM
+    # over the row blocks, dealt in snake waves; K/V rings 3 deep, Q's up to 2) without a causal
+    # mask and with one up to 2K keys, else one program per row block; at d = 64, 192 rows per
+    # program, one per row block, except causal up to 2K keys (128 rows persistent); these two
+    # time both forms everywhere
     "ours_persistent": {"rotate": True, "pingpong": False, "split": True, "persistent": True},
     "ours_per_tile": {"rotate": True, "pingpong": False, "split": True, "persistent": False},
     # persistent, row block x of every head before x + 1 (longest first when causal): 5-13%
@@ -86,9 +88,9 @@ SCHEDULES = {
         "persistent": True,
         "tile_order": "yxz",
     },
-    # FA3's d = 64 tile: 192 rows over three consumer warpgroups (24/160); faster without a
-    # causal mask (NOTES rounds 9-11: spill-free since round 11, not yet timed so)
-    "ours_m192": {"rotate": True, "pingpong": False, "split": True, "block_m": 192, "dims": (64,)},
+    # the 128-row form at d = 64 (persistent without a causal mask): the default to round 12,
+    # 192 rows per program were 2-15% faster there (NOTES round 12)
+    "ours_m128": {"rotate": True, "pingpong": False, "split": True, "block_m": 128, "dims": (64,)},
     # FA3's d = 128 step without a causal mask: 176 keys, 2-deep K/V rings to fit (24/240);
     # spill-free since round 11 (NOTES round 11b), 2-5% slower while it spilled (round 9)
     "ours_n176": {
@@ -107,19 +109,10 @@ SCHEDULES = {
         "stages": 2,
         "dims": (128,),
     },
-    "ours_m192_persistent": {
-        "rotate": True,
-        "pingpong": False,
-        "split": True,
-        "block_m": 192,
-        "persistent": True,
-        "dims": (64,),
-    },
 }
 EXPERIMENTS = (
     "ours_launch_defaults",
-    "ours_m192",
-    "ours_m192_persistent",
+    "ours_m128",
     "ours_n176",
     "ours_n176_pingpong",
     "ours_persistent_heads_first",
@@ -233,8 +226,11 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         pingpong = schedule["pingpong"] or args.pingpong
         fixed = ("persistent", "stages", "block_m", "block_n", "tile_order")
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
-        chosen.setdefault("persistent", persistent_default(causal, pingpong, seq))  # the library's
-        rows = grid(seq, batch * heads, chosen.get("block_m", BLOCK_M))
+        # the library's rows and form for this length (`default_form`) unless the schedule
+        # fixes them
+        rows_m = chosen.setdefault("block_m", default_form(d, causal, seq, pingpong)[0])
+        chosen.setdefault("persistent", persistent_default(causal, pingpong, seq, rows_m))
+        rows = grid(seq, batch * heads, rows_m)
         try:
             kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
                                        pingpong=pingpong, split=schedule["split"],

@@ -91,18 +91,23 @@ def gemm_configs(dtype: str) -> list[Any]:
 
 def attention_module(
     head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1,
-    persistent: bool | None = None,
+    form: tuple[int, bool] | None = None,
 ) -> Any:  # fmt: skip
     """(tile module, CompileOptions) of the attention forward over [B*H, S, D] tensors (K, V
     [B*H/group, S, D]), with the options `kernels.attention.compile_attention` uses by default
-    (`attention.compile_options`: the rotated software pipeline among them); `persistent`
-    None: `attention.persistent_default` without the sequence length."""
+    (`attention.compile_options`: the rotated software pipeline among them), in `form` (query
+    rows per program, persistent; None: `attention.default_form` without the length)."""
     from tawa_xdsl.kernels import attention
 
+    block_m, persistent = form or attention.default_form(head_dim, causal)
     block_n = attention.default_block_n(head_dim)
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
-    module = attention.tile_module(head_dim, short, causal, block_n, return_lse, group=group)
-    options = attention.compile_options(head_dim, block_n, persistent=persistent, causal=causal)
+    module = attention.tile_module(
+        head_dim, short, causal, block_n, return_lse, block_m=block_m, group=group
+    )
+    options = attention.compile_options(
+        head_dim, block_n, persistent=persistent, block_m=block_m, causal=causal
+    )
     return module, options
 
 
@@ -171,9 +176,9 @@ def gemm_program(config: Any, form: GemmForm) -> Program:
 @functools.cache
 def attention_program(
     head_dim: int, dtype: str, causal: bool, return_lse: bool, group: int = 1,
-    persistent: bool | None = None,
+    form: tuple[int, bool] | None = None,
 ) -> Program:  # fmt: skip
-    return Program(*attention_module(head_dim, dtype, causal, return_lse, group, persistent))
+    return Program(*attention_module(head_dim, dtype, causal, return_lse, group, form))
 
 
 @functools.cache
@@ -479,14 +484,12 @@ def attention_impl(
     if return_lse:  # rows 16 bytes apart, as the TMA store needs
         lse = torch.empty(rows, cdiv(seq, 4) * 4, dtype=torch.float32, device=q.device)[:, :seq]
         args.append(lse)
-    from tawa_xdsl.kernels.attention import persistent_default
+    from tawa_xdsl.kernels.attention import default_form
 
-    persistent = persistent_default(bool(causal), seq=seq)  # the launch's form for this length
-    program = attention_program(
-        head_dim, dtype_of(q), bool(causal), bool(return_lse), group, persistent
-    )
+    form = default_form(head_dim, bool(causal), seq)  # the rows and form for this length
+    program = attention_program(head_dim, dtype_of(q), bool(causal), bool(return_lse), group, form)
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
-    program.run((cdiv(seq, 128), rows, 1), [*args, seq, sm_scale])
+    program.run((cdiv(seq, form[0]), rows, 1), [*args, seq, sm_scale])
     out = o.reshape(batch, heads, seq, head_dim)
     if return_lse:
         return out, lse.reshape(batch, heads, seq)

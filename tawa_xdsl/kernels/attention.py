@@ -160,20 +160,41 @@ def default_block_n(head_dim: int) -> int:
 # of one head in turn, +22% / +12% at d = 64 seq 1K / 2K and +13% / +1% at d = 128 on the H200;
 # from 4K, -4% to +2%, and -26% at d = 128 16K (bench/NOTES.md, round 11).
 CAUSAL_PERSISTENT_SEQ = 2048
+# FA3's d = 64 tile: 192 query rows over three consumer warpgroups (24/160 registers).
+WIDE_BLOCK_M = 192
 
 
-def persistent_default(causal: bool, pingpong: bool = False, seq: int | None = None) -> bool:
+def persistent_default(
+    causal: bool, pingpong: bool = False, seq: int | None = None, block_m: int = BLOCK_M
+) -> bool:
     """Whether the library launches one program per SM (the tile loop walking the row blocks)
-    for `seq` keys (None: not known at compile time). Without a causal mask, always: every tile
-    is as long, the CTA setup, Q's load and the first QK^T of a tile run under the previous
-    tile's last MMAs (+3 to +15% at seq 1K-4K on the H200, even at 16K; round 10). Causal tiles
-    are 1 to seq / 128 key blocks long: a fixed deal evens them out only while a wave of
-    programs spans few heads' worth of lengths (`CAUSAL_PERSISTENT_SEQ`); longer, the GPU's own
-    launch order, longest first, balances them better. Not with ping-pong: over a tile loop its
-    turns let the warpgroups drift further apart than the proof models (it refuses)."""
-    if pingpong:
+    for `seq` keys (None: not known at compile time) and `block_m` rows. Without a causal
+    mask, at 128 rows: the CTA setup, Q's load and the first QK^T of a tile run under the
+    previous tile's last MMAs (+3 to +15% at seq 1K-4K on the H200, even at 16K; round 10).
+    Causal tiles are 1 to seq / 128 key blocks long: a fixed deal evens them out only while a
+    wave of programs spans few heads' worth of lengths (`CAUSAL_PERSISTENT_SEQ`); longer, the
+    GPU's own launch order, longest first, balances them better. Not at 192 rows (as fast to
+    4K keys, 12% slower at 16K: the last row block of a head is a third full; round 12), not
+    with ping-pong: over a tile loop its turns let the warpgroups drift further apart than
+    the proof models (it refuses)."""
+    if pingpong or block_m != BLOCK_M:
         return False
     return not causal or (seq is not None and seq <= CAUSAL_PERSISTENT_SEQ)
+
+
+def default_form(
+    head_dim: int, causal: bool, seq: int | None = None, pingpong: bool = False
+) -> tuple[int, bool]:
+    """(query rows per program, persistent) the library launches for `seq` keys (None: not
+    known). At d = 64, 192 rows in one program per row block (`WIDE_BLOCK_M`): +2 to +15% over
+    128 rows' persistent form without a causal mask, +4 to +9% causal from 4K keys (round 12);
+    causal up to `CAUSAL_PERSISTENT_SEQ` keys, 128 rows persistent (192 rows were 12% / 2%
+    slower there). Elsewhere 128 rows (d = 128 spills at three warpgroups' 160 registers;
+    ping-pong takes turns between two)."""
+    short_causal = causal and seq is not None and seq <= CAUSAL_PERSISTENT_SEQ
+    wide = head_dim == 64 and not pingpong and not short_causal
+    block_m = WIDE_BLOCK_M if wide else BLOCK_M
+    return block_m, persistent_default(causal, pingpong, seq, block_m)
 
 
 def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
@@ -248,7 +269,9 @@ def compile_options(
         pingpong=pingpong,
         rotate=rotate,
         split_loops=split,
-        persistent=persistent_default(causal, pingpong) if persistent is None else persistent,
+        persistent=persistent_default(causal, pingpong, block_m=block_m)
+        if persistent is None
+        else persistent,
         tile_order=tile_order,
     )
 
@@ -287,10 +310,10 @@ def compile_attention(
     compiled kernel maps the grid; None: `persistent_default`). `block_m` query rows per
     program, a multiple of 64 (one consumer warpgroup each): launch it over
     `grid(seq, heads, block_m)`; `tile_order` the persistent walk's (CompileOptions:
-    "yxz" takes row block x of every head before x + 1). 192 (three warpgroups at 160
-    registers, FA3's d = 64 tile) was 2-15% faster at d = 64 without a causal mask on the H200
-    while its masked key loop spilled; it assembles clean since round 11 and is not the
-    default until timed so (bench/NOTES.md, rounds 9-11; d = 128 spills at 160)."""
+    "yxz" takes row block x of every head before x + 1). The rows stay 128 unless told (the
+    grid is the caller's); `default_form` says which rows and form `tawa_xdsl.ops.attention`
+    launches for a length: 192 at d = 64 (three warpgroups at 160 registers, FA3's d = 64
+    tile; d = 128 spills at 160)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,

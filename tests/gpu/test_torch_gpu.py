@@ -193,23 +193,33 @@ def test_scaled_mm_op(device) -> None:
         torch.testing.assert_close(c.float(), ref, atol=0.5, rtol=2e-2)
 
 
-@pytest.mark.parametrize(("heads", "kv_heads", "causal"), [(8, 8, False), (8, 2, True)])
-def test_attention_op(device, heads, kv_heads, causal) -> None:
+@pytest.mark.parametrize(
+    ("head_dim", "seq", "heads", "kv_heads", "causal"),
+    [
+        (128, 500, 8, 8, False),
+        (128, 500, 8, 2, True),
+        (64, 700, 4, 4, False),  # 192 rows per program, one per row block
+        (64, 2500, 4, 2, True),  # 192 rows, causal past CAUSAL_PERSISTENT_SEQ
+        (64, 700, 4, 1, True),  # 128 rows persistent (causal, short)
+    ],
+)
+def test_attention_op(device, head_dim, seq, heads, kv_heads, causal) -> None:
+    """The op in each rows and form `default_form` launches, with GQA and the log-sum-exp."""
     import tawa_xdsl.ops as ops
 
     torch.manual_seed(4)
-    q = torch.randn(2, heads, 500, 128, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(2, kv_heads, 500, 128, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(2, kv_heads, 500, 128, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(2, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(2, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
     o, lse = ops.attention(q, k, v, causal=causal, return_lse=True)
     group = heads // kv_heads
     kk, vv = (t.float().repeat_interleave(group, dim=1) for t in (k, v))
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), kk, vv, is_causal=causal)
     torch.testing.assert_close(o.float(), ref, atol=2e-2, rtol=2e-2)
-    scores = q.float() @ kk.transpose(-1, -2) / math.sqrt(128)
+    scores = q.float() @ kk.transpose(-1, -2) / math.sqrt(head_dim)
     if causal:
         scores = scores.masked_fill(
-            torch.ones(500, 500, device="cuda").triu(1).bool(), float("-inf")
+            torch.ones(seq, seq, device="cuda").triu(1).bool(), float("-inf")
         )
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1), atol=1e-2, rtol=1e-3)
 

@@ -1,6 +1,7 @@
 """The programs `tawa_xdsl.ops` launches are the library kernels' own: the attention op
 compiles the module and options `kernels.attention.compile_attention` compiles by default (the
-rotated software pipeline among them). Needs no torch."""
+rotated software pipeline among them) in the rows and form `default_form` picks. Needs no
+torch."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ def test_the_attention_op_compiles_what_compile_attention_compiles(
     compiled = []
     monkeypatch.setattr(attention, "compile_to_ptx", lambda *program: compiled.append(program))
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    block_m, persistent = attention.default_form(head_dim, causal)
     attention.compile_attention.__wrapped__(  # past its cache: the call records its program
-        head_dim, short, causal, return_lse=return_lse, group=group
-    )
+        head_dim, short, causal, return_lse=return_lse, group=group, block_m=block_m,
+        persistent=persistent,
+    )  # fmt: skip
     ((library_module, library_options),) = compiled
     module, options = ops.attention_module(head_dim, dtype, causal, return_lse, group)
     assert options == library_options and options.rotate
@@ -30,18 +33,29 @@ def test_the_attention_op_compiles_what_compile_attention_compiles(
 
 
 @pytest.mark.parametrize(
-    ("causal", "seq", "persistent"),
-    [(False, 16384, True), (True, 1000, True), (True, 2048, True), (True, 4096, False)],
+    ("head_dim", "causal", "seq", "rows", "persistent"),
+    [
+        (128, False, 16384, 128, True),
+        (128, True, 1000, 128, True),
+        (128, True, 2048, 128, True),
+        (128, True, 4096, 128, False),
+        (64, False, 1000, 192, False),
+        (64, True, 2048, 128, True),
+        (64, True, 4096, 192, False),
+    ],
 )
-def test_the_attention_op_takes_the_persistent_form_the_length_calls_for(
-    causal: bool, seq: int, persistent: bool
+def test_the_attention_op_takes_the_form_the_length_calls_for(
+    head_dim: int, causal: bool, seq: int, rows: int, persistent: bool
 ) -> None:
-    """Causal attention is persistent up to `CAUSAL_PERSISTENT_SEQ` keys, one program per row
-    block beyond; without a mask always (never with ping-pong): the op's program for that
-    length is compiled in that form."""
-    chosen = attention.persistent_default(causal, seq=seq)
-    assert chosen is persistent
-    assert attention.persistent_default(causal, pingpong=True, seq=seq) is False
-    _, options = ops.attention_module(64, "float16", causal, False, 1, chosen)
-    assert options.persistent is persistent
-    assert ops.attention_program(64, "float16", causal, False, 1, chosen).options == options
+    """Causal attention is persistent up to `CAUSAL_PERSISTENT_SEQ` keys at 128 rows, one
+    program per row block beyond; without a mask 128 rows are persistent; at d = 64, 192 rows
+    one program per row block unless causal and short; never persistent with ping-pong: the
+    op's program for that length is compiled in that form."""
+    form = attention.default_form(head_dim, causal, seq)
+    assert form == (rows, persistent)
+    assert attention.default_form(head_dim, causal, seq, pingpong=True) == (128, False)
+    module, options = ops.attention_module(head_dim, "float16", causal, False, 1, form)
+    assert options.persistent is persistent and options.consumers == rows // 64
+    blocks = ops.descriptor_blocks(module)
+    assert blocks[0] == (1, rows, head_dim) and blocks[3] == (1, rows, head_dim)
+    assert ops.attention_program(head_dim, "float16", causal, False, 1, form).options == options
