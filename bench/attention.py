@@ -214,10 +214,12 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
     options = {"block_n": args.block_n, "stages": args.stages, "registers": registers,
                "group": heads // kv_heads}  # fmt: skip
     if "ours_launch_defaults" in args.schedules.split(","):
-        # the library's source launched with no options, as `attn_fwd[grid](...)` compiles it
-        module = tile_module(d, dtype, causal, group=heads // kv_heads)
+        # the library's source at the library's block sizes launched with no options, as
+        # `attn_fwd[grid](...)` compiles it: every schedule decision the compiler's own
+        block_m = default_form(d, causal, seq)[0]
+        module = tile_module(d, dtype, causal, group=heads // kv_heads, block_m=block_m)
         launch = compile_to_ptx(module, CompileOptions()).prepare(
-            grid(seq, batch * heads), q, k, v, o, seq, sm_scale
+            grid(seq, batch * heads, block_m), q, k, v, o, seq, sm_scale
         )
         measure(row, "ours_launch_defaults", launch, ref, out=lambda: o.view_as(ref))
     for name, schedule in SCHEDULES.items():

@@ -67,23 +67,26 @@ class CompileOptions:
 
     # ring depth D; None: the deepest up to 4 that fits shared memory (ring-depth)
     stages: int | None = None
-    mma_depth: int = 2  # MMA depth P
+    # MMA depth P; None: 2 where a loop's accumulators are its MMAs' alone, else 1 (mma-lag)
+    mma_depth: int | None = None
     # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 2 for tiles of 128 or
     # 256 rows, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
-    # setmaxnreg per thread, (producer, consumer); None keeps the groups' defaults (40, 232;
-    # 24, 160 over three consumer warpgroups).
+    # setmaxnreg per thread, (producer, consumer); None: chosen by set-registers (the groups'
+    # defaults, 40, 232 and 24, 160 over three consumer warpgroups, unless the consumers'
+    # tiles need more: then 24 and the rest).
     # One producer and `consumers` consumer warpgroups must fit 64K: (p + c * n) * 128 <= 65536.
     registers: tuple[int, int] | None = None
     # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers;
     # refused for a group of any other count)
     pingpong: bool = False
-    # attention: rotate the key loop (software-pipeline): QK^T(j+1) and P V(j) issued back
-    # to back, the softmax of j+1 under P V(j) (FlashAttention-3's two-stage pipeline)
-    rotate: bool = False
+    # rotate a loop of two chained MMAs (software-pipeline; attention's key loop): QK^T(j+1)
+    # and P V(j) issued back to back, the softmax of j+1 under P V(j) (FlashAttention-3's
+    # two-stage pipeline); loops of another shape are left as they are
+    rotate: bool = True
     # split each loop where its masks stop holding for every lane (split-masked-loops): the
     # iterations before run a body without the selects (attention's unmasked key blocks)
     split_loops: bool = True
@@ -128,7 +131,7 @@ INT, BOOL = (is_int, "an int"), (is_bool, "a bool")
 CHOSEN = (is_int_or_none, "an int")  # None: chosen by the compiler
 OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "stages": CHOSEN,
-    "mma_depth": INT,
+    "mma_depth": CHOSEN,
     "consumers": CHOSEN,
     "persistent": BOOL,
     "tile_order": (is_axis_order, 'a permutation of "xyz"'),
@@ -200,7 +203,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 tile_order=options.tile_order,
             ),
         ),
-        *([("aref", SetRegistersPass(*options.registers))] if options.registers else []),
+        ("aref", SetRegistersPass(*(options.registers or (None, None)))),
         ("mbarrier", LowerArefPass()),
         ("nvgpu", LowerToNvgpuPass(epilogue=options.epilogue, pingpong=options.pingpong)),
         ("nvgpu", LegalizeNvgpuPass()),

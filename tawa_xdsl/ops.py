@@ -106,7 +106,7 @@ def attention_module(
         head_dim, short, causal, block_n, return_lse, block_m=block_m, group=group
     )
     options = attention.compile_options(
-        head_dim, block_n, persistent=persistent, block_m=block_m, causal=causal
+        head_dim, persistent=persistent, block_m=block_m, causal=causal
     )
     return module, options
 

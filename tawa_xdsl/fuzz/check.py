@@ -61,7 +61,7 @@ class Options:
     the proof level and the GPU compile's proof."""
 
     stages: int = 3
-    mma_depth: int = 2
+    mma_depth: int | None = 2  # None: chosen per loop by mma-lag
     consumers: int = 1
     persistent: bool = False
     attention: bool = True
@@ -77,7 +77,8 @@ class Options:
             "" if self.attention else " no-sw"
         )
         extra += (" rotated" if self.rotate else "") + ("" if self.verify else " unverified")
-        return f"D{self.stages} P{self.mma_depth} C{self.consumers}{extra}"
+        depth = "chosen" if self.mma_depth is None else self.mma_depth
+        return f"D{self.stages} P{depth} C{self.consumers}{extra}"
 
 
 @dataclass(frozen=True)

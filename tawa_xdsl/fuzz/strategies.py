@@ -22,8 +22,9 @@ What they draw, all within what the compiler supports:
 * values (`programs.VALUE_CLASSES`): normal, tiny, large magnitudes, and negative zeros;
   f32 scalars of any sign, big and small;
 * options (`options`): D 1..6 (only up to what fits an sm_90 block's shared memory:
-  `fitting_stages` for the GPU, `accepted_depth` for the CPU levels), P 1..3, cooperative
-  consumers (64 rows or more each: 2 at BLOCK_M 128, 3 at an attention BLOCK_M of 192),
+  `fitting_stages` for the GPU, `accepted_depth` for the CPU levels), P 1..3 or chosen,
+  cooperative consumers (64 rows or more each: 2 at BLOCK_M 128, 3 at an attention BLOCK_M of
+  192),
   persistent on 1..3 SMs (the walk x or y fastest), attention pipelining on/off (CPU);
 * schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
   choice lists (shrinkable).
@@ -182,7 +183,7 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
     rows or more), with D drawn among the depths the compiler does not refuse for shared memory
     (deep rings of big blocks cannot fit 227 KB); attention pipelining on or off on the CPU
     (the GPU runs the default, on), rotated or not."""
-    mma_depth = draw(st.integers(1, 3))
+    mma_depth = draw(st.sampled_from([None, 1, 2, 3]))  # None: chosen per loop (the default)
     # cooperative consumers: 64 rows or more each (192-row attention: three)
     consumers = draw(st.sampled_from([c for c in (1, 2, 3) if program.block_m % (64 * c) == 0]))
     persistent = draw(st.booleans())
@@ -220,7 +221,7 @@ def accepted_depth(program: Program, options: Options) -> Options:
 
 @cache
 def fitting_stages(
-    program: Program, mma_depth: int, consumers: int, persistent: bool
+    program: Program, mma_depth: int | None, consumers: int, persistent: bool
 ) -> tuple[int, ...]:
     """The ring depths 1..MAX_STAGES whose kernel fits an sm_90 block's shared memory, as
     `compile_to_ptx` measures it (`compiler.shared_memory_need`; the need grows with

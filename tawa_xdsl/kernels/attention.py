@@ -151,8 +151,9 @@ def attn_fwd_lse(
 
 
 def default_block_n(head_dim: int) -> int:
-    """Keys per step: 128 for d = 64 and d = 128 (d = 128 with setmaxnreg 24/240,
-    `default_registers`: +16-24% over 64 keys on the H200, bench/NOTES.md round 3)."""
+    """Keys per step: 128 for d = 64 and d = 128 (d = 128 with setmaxnreg 24/240, which
+    set-registers chooses for those tiles: +16-24% over 64 keys on the H200, bench/NOTES.md
+    round 3)."""
     return 128
 
 
@@ -197,13 +198,6 @@ def default_form(
     return block_m, persistent_default(causal, pingpong, seq, block_m)
 
 
-def default_registers(head_dim: int, block_n: int, consumers: int = 2) -> tuple[int, int] | None:
-    """setmaxnreg (producer, consumer): 24/240 where S, S_next, P and O of d = 128 with 128
-    keys per step spill at 232 (ptxas: 16 bytes) on two consumer warpgroups; else what the
-    compiler gives (40/232 for two, 24/160 for three: cooperative-consumers)."""
-    return (24, 240) if head_dim > 64 and block_n >= 128 and consumers == 2 else None
-
-
 def tile_module(
     head_dim: int,
     dtype: str = "f16",
@@ -244,7 +238,6 @@ def tile_module(
 
 def compile_options(
     head_dim: int,
-    block_n: int | None = None,
     stages: int = 3,
     registers: tuple[int, int] | None = None,
     pingpong: bool = False,
@@ -260,12 +253,11 @@ def compile_options(
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
     told."""
     consumers = block_m // 64
-    bn = block_n or default_block_n(head_dim)
     return CompileOptions(
         stages=stages,
         mma_depth=mma_depth,
         consumers=consumers,
-        registers=registers or default_registers(head_dim, bn, consumers),
+        registers=registers,
         pingpong=pingpong,
         rotate=rotate,
         split_loops=split,
@@ -297,10 +289,11 @@ def compile_attention(
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
     too little time to refill (bench/NOTES.md, attention). `registers` overrides the
-    setmaxnreg split (`default_registers`); `pingpong` alternates the two consumer
-    warpgroups' MMA issue with named barriers (CompileOptions.pingpong). MMA depth 1: each
-    iteration waits for its P V (a wgmma in flight across the loop's back edge, under a
-    rescale of O, makes ptxas serialize them all), so V(j) is released in iteration j.
+    setmaxnreg split (None: set-registers chooses, 24/240 at d = 128); `pingpong` alternates
+    the two consumer warpgroups' MMA issue with named barriers (CompileOptions.pingpong).
+    MMA depth 1: each iteration waits for its P V (a wgmma in flight across the loop's back
+    edge, under a rescale of O, makes ptxas serialize them all), so V(j) is released in
+    iteration j.
     `rotate` (CompileOptions.rotate): iteration j issues QK^T(j+1) and P V(j) back to back
     and runs the softmax of j+1 under P V(j), P held in registers as 16-bit
     (FlashAttention-3's two-stage pipeline); False: the softmax of j under QK^T(j+1).
@@ -316,7 +309,7 @@ def compile_attention(
     tile; d = 128 spills at 160)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
-        head_dim, bn, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
+        head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
         causal, tile_order,
     )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)

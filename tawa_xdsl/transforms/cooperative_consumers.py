@@ -40,12 +40,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import aref, tile
-from tawa_xdsl.dialects.nvgpu.hardware import SM_REGISTERS, WARPGROUP_THREADS
+from tawa_xdsl.transforms.set_registers import SM_THREAD_REGISTERS, consumers_take_the_rest
 from tawa_xdsl.transforms.ws_utils import consumer_groups, error, find_kernel
 
 PASS = "cooperative-consumers"
-SM_THREAD_REGISTERS = SM_REGISTERS // WARPGROUP_THREADS  # per-thread registers of all groups
-MIN_REGISTERS = 24  # the least setmaxnreg takes
 
 # An equality between a dim of one value and a dim of another.
 _Link = tuple[SSAValue, int, SSAValue, int]
@@ -277,11 +275,5 @@ def fit_registers(specialize: aref.WarpSpecializeOp) -> None:
     """Budgets the SM can hold: unchanged where they fit, else the producer at the minimum and
     the consumers sharing the rest (multiples of 8)."""
     groups = specialize.groups()
-    if sum(g.registers.value.data * g.num_warpgroups for g in groups) <= SM_THREAD_REGISTERS:
-        return
-    producers = [g for g in groups if g.role.data == aref.Role.PRODUCER]
-    left = SM_THREAD_REGISTERS - MIN_REGISTERS * sum(g.num_warpgroups for g in producers)
-    consumer = left // sum(g.num_warpgroups for g in groups if g not in producers) // 8 * 8
-    for group in groups:
-        budget = MIN_REGISTERS if group in producers else consumer
-        group.registers = IntegerAttr(budget, i32)
+    if sum(g.registers.value.data * g.num_warpgroups for g in groups) > SM_THREAD_REGISTERS:
+        consumers_take_the_rest(specialize)

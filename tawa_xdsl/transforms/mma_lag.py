@@ -15,7 +15,13 @@ drain and copies the lag onto the arrive it emits, lower-to-nvgpu waits for all 
 groups before it, the interpreters and the verifier's extractor read it.
 
 Options:
-  mma_depth: int = 1   MMA depth P >= 1 (1: every release stays right after its use).
+  mma_depth: int | None = 1   MMA depth P >= 1 (1: every release stays right after its use;
+                              None: chosen per loop, `chosen_depth`).
+
+Chosen depth: 2 where every dot of the loop accumulates into a loop-carried value or a dot's
+result, 1 where a dot accumulates into a value the loop computes otherwise (attention's O,
+rescaled by the new row max before P V): a wgmma left in flight across the back edge under
+that rescale makes ptxas wait for every wgmma of the loop (bench/NOTES.md, attention).
 
 A loop whose MMA retirement a schedule already fixed (software-pipeline's rotation) keeps its
 releases: the rotated key loop retires each P V within its iteration, so a lagged release would
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp, i32
-from xdsl.ir import BlockArgument
+from xdsl.ir import Block, BlockArgument
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -60,18 +66,37 @@ def scheduled(loop: scf.ForOp) -> bool:
     return any(aref.IN_FLIGHT_ATTR in op.attributes for op in loop.body.walk())
 
 
-def delay_releases(group: aref.GroupOp, depth: int) -> None:
-    """Release every dot-feeding use of `group`'s loops min(depth, D) - 1 uses late."""
+CHOSEN_DEPTH = 2  # where the loop's accumulators are the MMAs' alone
+
+
+def rescales_accumulator(loop: scf.ForOp) -> bool:
+    """Whether a dot of `loop` accumulates into a value the loop computes by other ops."""
+    for dot in loop.body.walk():
+        if isinstance(dot, tile.DotOp):
+            acc = dot.acc.owner
+            if not isinstance(acc, (tile.DotOp, Block)) and loop.is_ancestor(acc):
+                return True
+    return False
+
+
+def chosen_depth(loop: scf.ForOp) -> int:
+    """The MMA depth mma-lag takes for `loop` when none is given (the module docstring)."""
+    return 1 if rescales_accumulator(loop) else CHOSEN_DEPTH
+
+
+def delay_releases(group: aref.GroupOp, depth: int | None) -> None:
+    """Release every dot-feeding use of `group`'s loops min(depth, D) - 1 uses late (depth
+    None: `chosen_depth` of each loop)."""
     for consumed in [op for op in group.body.walk() if isinstance(op, aref.ConsumedOp)]:
         ring_type = consumed.ring.type
         assert isinstance(ring_type, aref.RingType)
-        # Holding more uses than the ring has slots would deadlock the producer.
-        lag_value = min(depth, ring_type.depth.data) - 1
-        if lag_value == 0:
-            continue
         loop = consumed.parent_op()
         index = consumed.index
         if not isinstance(loop, scf.ForOp) or not isinstance(index, BlockArgument):
+            continue
+        # Holding more uses than the ring has slots would deadlock the producer.
+        lag_value = min(depth or chosen_depth(loop), ring_type.depth.data) - 1
+        if lag_value == 0:
             continue
         if scheduled(loop):
             continue
@@ -107,17 +132,18 @@ class MmaLagPass(ModulePass):
     """Releases of dot-feeding uses lagged by min(P, D) - 1 uses, drained after the loop.
 
     Options:
-      mma_depth: int = 1   MMA depth P: uses held before the oldest is released.
+      mma_depth: int | None = 1   MMA depth P: uses held before the oldest is released
+                                  (None: chosen per loop).
     """
 
     name = "mma-lag"
 
-    mma_depth: int = 1
+    mma_depth: int | None = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, PASS)
-        if self.mma_depth < 1:
+        if self.mma_depth is not None and self.mma_depth < 1:
             raise error(kernel, PASS, f"mma-depth must be at least 1, got {self.mma_depth}")
         for group in consumer_groups(kernel, PASS):
-            if self.mma_depth > 1:
+            if self.mma_depth != 1:
                 delay_releases(group, self.mma_depth)

@@ -55,7 +55,8 @@ class WarpSpecializePass(ModulePass):
     Options:
       stages: int | None = 3    ring depth D (how far the producer may run ahead; None:
                                 the deepest that fits shared memory, see ring-depth).
-      mma_depth: int = 2     MMA depth P: uses a consumer holds before releasing the oldest.
+      mma_depth: int | None = 2  MMA depth P: uses a consumer holds before releasing the
+                                 oldest (None: chosen per loop, see mma-lag).
       consumers: int | None = 1  consumer warpgroups cooperating on one tile (1 or 2; None:
                                  chosen from the tile rows, see cooperative-consumers).
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
@@ -74,7 +75,7 @@ class WarpSpecializePass(ModulePass):
     name = "tawa-warp-specialize"
 
     stages: int | None = 3
-    mma_depth: int = 2
+    mma_depth: int | None = 2
     consumers: int | None = 1
     persistent: bool = False
     attention: bool = True
@@ -106,7 +107,7 @@ class WarpSpecializePass(ModulePass):
 def warp_specialize(
     module: ModuleOp,
     stages: int | None = 3,
-    mma_depth: int = 2,
+    mma_depth: int | None = 2,
     consumers: int | None = 1,
     persistent: bool = False,
     attention: bool = True,

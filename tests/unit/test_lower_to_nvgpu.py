@@ -23,7 +23,7 @@ from tawa_xdsl.diagnostics import parse_module
 from tawa_xdsl.dialects import make_context
 from tawa_xdsl.fuzz.programs import GemmProgram
 from tawa_xdsl.fuzz.strategies import epilogue_chain
-from tawa_xdsl.kernels.attention import default_registers, tile_module
+from tawa_xdsl.kernels.attention import tile_module
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
@@ -103,7 +103,7 @@ def test_mma_depth_holds_whatever_the_epilogue() -> None:
 def test_attention_output_ends_in_the_tma_store(lse: bool) -> None:
     """O through the rank-3 descriptor (box 1 x 64 x 64); a row vector (the log-sum-exp)
     keeps its st.global (one lane per row)."""
-    options = CompileOptions(3, 1, 2, registers=default_registers(64, 128), epilogue="tma")
+    options = CompileOptions(3, 1, 2, epilogue="tma")
     kernel = compile_to_ptx(tile_module(64, "f16", True, 128, lse), options)
     assert TMA_STORE.findall(kernel.ptx) == ["3"]
     assert kernel.tensor_maps[3].box == (1, 64, 64)

@@ -57,22 +57,39 @@ KERNELS = {
             "gemm",
         ),
         Kernel(
-            "attn", CompileOptions(stages=2, mma_depth=1, consumers=2, verify=False), "attention"
+            "attn",
+            CompileOptions(stages=2, mma_depth=1, consumers=2, rotate=False, verify=False),
+            "attention",
         ),
         Kernel(
             "pattn",
-            CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=True, verify=False),
+            CompileOptions(
+                stages=2, mma_depth=1, consumers=2, persistent=True, rotate=False, verify=False
+            ),
             "attention",
         ),
         Kernel(  # 192 rows over three consumer warpgroups: each empty barrier counts 3
-            "attn3", CompileOptions(stages=2, mma_depth=1, consumers=3, verify=False), "attention"
+            "attn3",
+            CompileOptions(stages=2, mma_depth=1, consumers=3, rotate=False, verify=False),
+            "attention",
         ),
         Kernel(
-            "causal", CompileOptions(stages=2, mma_depth=1, consumers=2, verify=False), "causal"
+            "causal",
+            CompileOptions(stages=2, mma_depth=1, consumers=2, rotate=False, verify=False),
+            "causal",
         ),
         Kernel(
             "pcausal",
-            CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=True, verify=False),
+            CompileOptions(
+                stages=2, mma_depth=1, consumers=2, persistent=True, rotate=False, verify=False
+            ),
+            "causal",
+        ),
+        # the options' defaults: the key loop rotated, MMA depth and registers chosen
+        Kernel("rattn", CompileOptions(stages=2, consumers=2, verify=False), "attention"),
+        Kernel(
+            "rpcausal",
+            CompileOptions(stages=2, consumers=2, persistent=True, verify=False),
             "causal",
         ),
     ]
@@ -88,20 +105,20 @@ PLAN: dict[str, list[str]] = {
     "drain_wrong_start": ["pgemm"],
     "drain_wrong_slot": ["pgemm"],
     "slot_on_induction_variable": ["pgemm"],
-    "counter_restarts_per_tile": ["pgemm", "pcausal"],
+    "counter_restarts_per_tile": ["pgemm", "pcausal", "rpcausal"],
     "slot_plus_warpgroup": ["gemm"],
     "slot_far_offset": ["gemm1", "pgemm"],
     "parity_one_turn": ["gemm", "pcausal"],
-    "parity_flipped": ["gemm1", "attn", "pattn", "attn3"],
+    "parity_flipped": ["gemm1", "attn", "pattn", "attn3", "rattn"],
     "parity_on_other_counter": ["pgemm"],
-    "counter_starts_at_one": ["gemm1", "attn", "attn3"],
+    "counter_starts_at_one": ["gemm1", "attn", "attn3", "rattn"],
     "counter_not_incremented": ["gemm"],
     "release_out_of_lookahead": ["pcausal"],
     "wait_on_unused_barrier": ["gemm1"],
     "consumer_waits_on_empty": ["gemm"],
     "arrive_at_top_level": ["gemm1"],
     "release_in_extra_loop": ["gemm1"],
-    "copy_on_other_barrier": ["gemm1", "attn"],
+    "copy_on_other_barrier": ["gemm1", "attn", "rpcausal"],
     "copy_removed": ["gemm"],
     "second_init_in_consumer": ["gemm1"],
     "second_init_at_top": ["gemm"],

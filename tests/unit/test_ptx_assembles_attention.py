@@ -133,7 +133,8 @@ def test_pingpong_assembles(head_dim: int, causal: bool, rotate: bool) -> None:
 
 
 def test_block_n_128_d128_fits_240_registers() -> None:
-    """d = 128 with 128 keys per step: setmaxnreg 24/240 (default_registers), no spills."""
+    """d = 128 with 128 keys per step: setmaxnreg 24/240 (chosen by set-registers from the
+    tiles the rotated loop keeps), no spills."""
     ptx = compile_attention(128, "f16", False, 128).ptx
     check(ptx)
     assert "setmaxnreg.inc.sync.aligned.u32 240" in ptx

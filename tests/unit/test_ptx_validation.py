@@ -31,8 +31,7 @@ from tawa_xdsl.verify.ptx_skeleton import PtxSkeleton, PtxValidationError, valid
 
 
 def attention_options(**changes) -> CompileOptions:
-    registers = attention.default_registers(64, attention.default_block_n(64))
-    return CompileOptions(stages=3, mma_depth=1, consumers=2, registers=registers, **changes)
+    return CompileOptions(stages=3, mma_depth=1, consumers=2, **changes)
 
 
 KERNELS = {

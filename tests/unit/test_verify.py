@@ -371,7 +371,9 @@ def test_a_peeled_use_retired_in_its_block_may_be_drained_after_the_tile_loop(ca
     from tawa_xdsl.kernels import attention
 
     module = attention.tile_module(128, "bf16", causal, block_n=64)
-    options = CompileOptions(stages=3, mma_depth=2, consumers=1, persistent=True, verify=False)
+    options = CompileOptions(
+        stages=3, mma_depth=2, consumers=1, persistent=True, rotate=False, verify=False
+    )
     verdicts = verify_module(lower_to_nvgpu_level(module, options))
     assert verdicts and all(v.proved for v in verdicts), [v.summary() for v in verdicts]
 
@@ -387,7 +389,9 @@ def test_a_peeled_use_whose_own_wait_retires_nothing_is_still_refused():
     from tawa_xdsl.kernels import attention
 
     module = attention.tile_module(128, "bf16", True, block_n=64)
-    options = CompileOptions(stages=3, mma_depth=2, consumers=1, persistent=True, verify=False)
+    options = CompileOptions(
+        stages=3, mma_depth=2, consumers=1, persistent=True, rotate=False, verify=False
+    )
     lowered = lower_to_nvgpu_level(module, options)
     peeled = [
         op for op in lowered.walk() if isinstance(op, scf.IfOp) and "tawa.peeled" in op.attributes

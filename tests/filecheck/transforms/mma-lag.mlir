@@ -5,6 +5,8 @@
 // RUN: tawa-opt %s -p 'partition,insert-aref,ring-depth{stages=1},distribute,mma-lag{mma-depth=3}' | filecheck %s --check-prefix=D1
 // RUN: tawa-opt %s -p 'partition,insert-aref,ring-depth{stages=4},distribute,mma-lag{mma-depth=3}' | filecheck %s --check-prefix=DEEP
 // RUN: not tawa-opt %s -p 'partition,insert-aref,distribute,mma-lag{mma-depth=0}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: tawa-opt %examples/gemm.mlir -p 'partition,insert-aref,ring-depth{stages=4},distribute,mma-lag{mma_depth}' | filecheck %s
+// RUN: tawa-opt %examples/attention.mlir -p 'partition,insert-aref,ring-depth{stages=3},distribute,mma-lag{mma_depth}' | filecheck %s --check-prefix=RESCALED
 
 // P=2: use i-1 is released after the dot of use i, the last use by the drain.
 // CHECK:      aref.group consumer
@@ -34,6 +36,15 @@
 // DEEP:      aref.drain %a_b_ring[%use0_1, %{{.*}}] lag(2)
 
 // BAD: error: mma-lag: mma-depth must be at least 1, got 0
+
+// Depth unset, chosen per loop: the GEMM's accumulator is its dot's alone, so P = 2 (the
+// CHECK lines above). Attention's P V accumulates into O rescaled in the loop: P = 1, every
+// release right after its use, nothing drained.
+// RESCALED:      aref.group consumer
+// RESCALED:        %acc_next = tile.dot %p16, %v, %acc_scaled
+// RESCALED-NEXT:   aref.consumed %v3_ring[%{{.*}}] : !aref.ring
+// RESCALED-NOT:    lag(
+// RESCALED-NOT:    aref.drain
 
 func.func @one_trip(%a_desc: !tile.desc<64x16xf16>, %b_desc: !tile.desc<64x16xf16>, %c_desc: !tile.desc<64x64xf32>) {
   %c0 = arith.constant 0 : i32

@@ -4,6 +4,9 @@
 // RUN: tawa-opt %examples/gemm.mlir -p 'tawa-warp-specialize{consumers=2},set-registers{producer=24 consumer=240},lower-aref,lower-to-nvgpu' | filecheck %s --check-prefix=NVGPU
 // RUN: not tawa-opt %examples/gemm.mlir -p 'tawa-warp-specialize{consumers=2},set-registers{producer=56 consumer=240}' 2>&1 | filecheck %s --check-prefix=FULL
 // RUN: not tawa-opt %examples/gemm.mlir -p 'set-registers' 2>&1 | filecheck %s --check-prefix=TILE
+// RUN: tawa-opt %examples/gemm.mlir -p 'tawa-warp-specialize{consumers=2},set-registers' | filecheck %s --check-prefix=KEEP
+// RUN: tawa-opt %examples/attention.mlir -p 'tawa-warp-specialize{consumers=1 rotate=true},set-registers' | filecheck %s --check-prefix=RAISE
+// RUN: not tawa-opt %examples/gemm.mlir -p 'tawa-warp-specialize{consumers=2},set-registers{producer=24}' 2>&1 | filecheck %s --check-prefix=HALF
 
 // CHECK:      aref.warp_specialize {
 // CHECK-NEXT:   aref.group producer warpgroups(1) registers(24) {
@@ -18,3 +21,16 @@
 
 // At the tile level there are no warp groups to give budgets to.
 // TILE: error: set-registers: no aref.warp_specialize: run tawa-warp-specialize first
+
+// Budgets unset, chosen: the GEMM's consumer warpgroups carry a 64 x 128 f32 accumulator each
+// (64 registers a thread, 96 with the rest by estimate): the defaults stay.
+// KEEP:      aref.group producer warpgroups(1) registers(40) {
+// KEEP:      aref.group consumer warpgroups(2) registers(232) {
+
+// One consumer warpgroup keeping all 128 rows of the rotated attention (O, P and the next
+// scores, 162 registers a thread, 243 by estimate) needs more than 232: the producer drops to
+// 24 and the consumer takes the rest, up to setmaxnreg's 256.
+// RAISE:      aref.group producer warpgroups(1) registers(24) {
+// RAISE:      aref.group consumer warpgroups(1) registers(256) {
+
+// HALF: error: set-registers: give both budgets, producer and consumer, or neither

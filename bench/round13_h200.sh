@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Round 13 on the lent H200 (session 12): the compiler's own choices. One call:
+#   bench/round13_h200.sh OUT   every GPU test (8 shards) on the tree where the options default
+#                               to chosen (rotation where a loop has the shape, the MMA depth
+#                               per loop, setmaxnreg from the consumers' tiles) and d = 64
+#                               attention launches 192 rows; then attention f16 and bf16, ours
+#                               only, one process: the library (`ours`), the source at the
+#                               library's block sizes with no options (`ours_launch_defaults`),
+#                               the old 128-row d = 64 form (`ours_m128`) and the unrotated
+#                               schedule; fp8 attention at the chosen 40/232 against the old
+#                               24/240; then 2 minutes of GPU fuzzing.
+# FA4 is not installed: the FA4 ratios of these kernels are round 12's (bench/NOTES.md).
+set -uo pipefail
+out="${1:?usage: bench/round13_h200.sh OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+all_gpu_tests 330
+step attention_defaults 200 python3 bench/attention.py --dtypes f16,bf16 \
+    --seqs 1024,2048,4096,16384 --no-peers \
+    --schedules ours,ours_launch_defaults,ours_m128,ours_straightforward \
+    --out "$out/attention_defaults.json"
+step attention_fp8 120 python3 bench/attention_fp8.py --dims 128 --peers none \
+    --variants r240 --out "$out/attention_fp8.json"
+step fuzz_gpu 180 python3 -m tawa_xdsl.tools.tawa fuzz --gpu --minutes 2 --seed 13 \
+    --out "$out/fuzz"
