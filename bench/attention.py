@@ -75,7 +75,7 @@ SCHEDULES = {
     # `ours` is the library's form (`default_form`): at d = 128 persistent (one program per SM
     # over the row blocks, dealt in snake waves; K/V rings 3 deep, Q's up to 2) without a causal
     # mask and with one up to 2K keys, else one program per row block; at d = 64, 192 rows per
-    # program, one per row block, except causal up to 2K keys (128 rows persistent); these two
+    # program, one per row block, past 1K keys (causal: 2K; 128 rows persistent below); these two
     # time both forms everywhere
     "ours_persistent": {"rotate": True, "pingpong": False, "split": True, "persistent": True},
     "ours_per_tile": {"rotate": True, "pingpong": False, "split": True, "persistent": False},

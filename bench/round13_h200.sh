@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Round 13 on the lent H200 (session 12): the compiler's own choices. One call:
-#   bench/round13_h200.sh OUT   every GPU test (8 shards) on the tree where the options default
+# Round 13 on the lent H200 (session 12): the compiler's own choices. Two calls:
+#   bench/round13_h200.sh check OUT  after the fixes of the first run (three warpgroups chosen
+#                               for 192 rows; 128 rows up to 1K keys at d = 64): every GPU test
+#                               and attention d = 64, the library against the source with no
+#                               options and the 128-row form, ours only
+#   bench/round13_h200.sh run OUT    every GPU test (8 shards) on the tree where the options default
 #                               to chosen (rotation where a loop has the shape, the MMA depth
 #                               per loop, setmaxnreg from the consumers' tiles) and d = 64
 #                               attention launches 192 rows; then attention f16 and bf16, ours
@@ -11,10 +15,17 @@
 #                               24/240; then 2 minutes of GPU fuzzing.
 # FA4 is not installed: the FA4 ratios of these kernels are round 12's (bench/NOTES.md).
 set -uo pipefail
-out="${1:?usage: bench/round13_h200.sh OUT_DIR}"
+what="${1:?usage: bench/round13_h200.sh run|check OUT_DIR}"
+out="${2:?usage: bench/round13_h200.sh run|check OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 all_gpu_tests 330
+if [ "$what" = check ]; then
+    step attention_defaults_d64 150 python3 bench/attention.py --dtypes f16,bf16 --dims 64 \
+        --seqs 1024,2048,4096,16384 --no-peers --schedules ours,ours_launch_defaults,ours_m128 \
+        --out "$out/attention_defaults_d64.json"
+    exit 0
+fi
 step attention_defaults 200 python3 bench/attention.py --dtypes f16,bf16 \
     --seqs 1024,2048,4096,16384 --no-peers \
     --schedules ours,ours_launch_defaults,ours_m128,ours_straightforward \

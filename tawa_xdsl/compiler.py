@@ -69,8 +69,8 @@ class CompileOptions:
     stages: int | None = None
     # MMA depth P; None: 2 where a loop's accumulators are its MMAs' alone, else 1 (mma-lag)
     mma_depth: int | None = None
-    # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 2 for tiles of 128 or
-    # 256 rows, 1 for 64 (chosen by cooperative-consumers and written into the IR)
+    # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 3 for tiles of 192 rows,
+    # 2 for 128 or 256, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)

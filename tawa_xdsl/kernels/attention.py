@@ -161,8 +161,9 @@ def default_block_n(head_dim: int) -> int:
 # of one head in turn, +22% / +12% at d = 64 seq 1K / 2K and +13% / +1% at d = 128 on the H200;
 # from 4K, -4% to +2%, and -26% at d = 128 16K (bench/NOTES.md, round 11).
 CAUSAL_PERSISTENT_SEQ = 2048
-# FA3's d = 64 tile: 192 query rows over three consumer warpgroups (24/160 registers).
-WIDE_BLOCK_M = 192
+# FA3's d = 64 tile: 192 query rows over three consumer warpgroups (24/160 registers), for
+# longer than this many keys.
+WIDE_BLOCK_M, WIDE_MIN_SEQ = 192, 1024
 
 
 def persistent_default(
@@ -187,13 +188,14 @@ def default_form(
     head_dim: int, causal: bool, seq: int | None = None, pingpong: bool = False
 ) -> tuple[int, bool]:
     """(query rows per program, persistent) the library launches for `seq` keys (None: not
-    known). At d = 64, 192 rows in one program per row block (`WIDE_BLOCK_M`): +2 to +15% over
-    128 rows' persistent form without a causal mask, +4 to +9% causal from 4K keys (round 12);
-    causal up to `CAUSAL_PERSISTENT_SEQ` keys, 128 rows persistent (192 rows were 12% / 2%
-    slower there). Elsewhere 128 rows (d = 128 spills at three warpgroups' 160 registers;
-    ping-pong takes turns between two)."""
-    short_causal = causal and seq is not None and seq <= CAUSAL_PERSISTENT_SEQ
-    wide = head_dim == 64 and not pingpong and not short_causal
+    known). At d = 64 from 1K keys on, 192 rows in one program per row block (`WIDE_BLOCK_M`):
+    +5 to +15% over 128 rows' persistent form without a mask from 2K keys, +3 to +11% causal
+    from 4K (rounds 12-13); up to 1K keys 128 rows persistent (the last of a head's 192-row
+    blocks is a third full there: 0.93-1.04x), and causal up to `CAUSAL_PERSISTENT_SEQ` keys
+    too (192 rows were 12% / 2% slower). Elsewhere 128 rows (d = 128 spills at three
+    warpgroups' 160 registers; ping-pong takes turns between two)."""
+    short = seq is not None and seq <= (CAUSAL_PERSISTENT_SEQ if causal else WIDE_MIN_SEQ)
+    wide = head_dim == 64 and not pingpong and not short
     block_m = WIDE_BLOCK_M if wide else BLOCK_M
     return block_m, persistent_default(causal, pingpong, seq, block_m)
 

@@ -2,25 +2,26 @@
 
 With `consumers=2` (or 3) every consumer group runs on 2 (3) warpgroups (the decision is the
 group's `warpgroups(n)`) that split the M rows of each output tile. With `consumers` unset the
-pass chooses per group from the tile rows: 2 warpgroups where the rows are a multiple of 128,
-else one (a 64-row tile, or a group whose rows cannot be split), and writes the choice as
-`warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer tile: seeded by
-the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a kernel with no dot
-splits as a GEMM does) or, where there are neither, of the 2-D tiles of several rows read from
-the rings (a kernel reducing down the columns of what it reads), followed through elementwise
-ops, reductions, expand_dims, broadcast, reshape, trans, permute, join, split and loop-carried
-values. Each warpgroup w takes rows [w*R, w*R + R) of every ring payload (`tile.extract_slice`
-after each get), builds its own R-row splats and aranges, and writes its rows with
-`tile.store_slice`; R = M / n. A reduction along the rows becomes `tile.reduce ... across(n)`:
-each warpgroup reduces its rows and gets the reduction over all. Every warpgroup gets and
-releases every use (lower-aref counts them on the empty barrier). Where the groups' register
-budgets no longer fit the SM (three consumer warpgroups at distribute's 40/232), the producer
-drops to 24 registers and the consumers get the most that fits (160 for three); `set-registers`
-may override both.
+pass chooses per group from the tile rows: 3 warpgroups for 192 rows, 2 where the rows are a
+multiple of 128, else one (a 64-row tile, or a group whose rows cannot be split), and writes
+the choice as `warpgroups(n)`. A dataflow analysis finds the row dimension of every consumer
+tile: seeded by the rows of dot lhs/acc/result and of stored 2-D tiles of several rows (so a
+kernel with no dot splits as a GEMM does) or, where there are neither, of the 2-D tiles of
+several rows read from the rings (a kernel reducing down the columns of what it reads),
+followed through elementwise ops, reductions, expand_dims, broadcast, reshape, trans, permute,
+join, split and loop-carried values. Each warpgroup w takes rows [w*R, w*R + R) of every ring
+payload (`tile.extract_slice` after each get), builds its own R-row splats and aranges, and
+writes its rows with `tile.store_slice`; R = M / n. A reduction along the rows becomes
+`tile.reduce ... across(n)`: each warpgroup reduces its rows and gets the reduction over all.
+Every warpgroup gets and releases every use (lower-aref counts them on the empty barrier).
+Where the groups' register budgets no longer fit the SM (three consumer warpgroups at
+distribute's 40/232), the producer drops to 24 registers and the consumers get the most that
+fits (160 for three); `set-registers` may override both.
 
 Options:
   consumers: int | None = 1   cooperative consumer warpgroups: 1 (nothing to do), 2, 3, or
-                              None (chosen from the tile rows, as above: 1 or 2).
+                              None (chosen from the tile rows: 3 for 192, 2 for a
+                              multiple of 128, else 1).
 
 Refused: input not produced by distribute, consumers not in {1, 2, 3}, a tile whose rows cannot
 be split (a dot whose B operand depends on the rows, row counts that differ or are not a
@@ -168,13 +169,18 @@ def _row_sizes(axes: dict[SSAValue, int]) -> set[int]:
 
 
 def chosen_consumers(group: aref.GroupOp) -> int:
-    """The warpgroups a consumer group's rows fill: 2 when its row count is a multiple of
-    128 (64 rows each at least), else 1 (also when its rows cannot be split at all)."""
+    """The warpgroups a consumer group's rows fill: 3 for 192 rows (64 each: one warpgroup
+    holding all 192 spills, 0.22x on the H200, bench/NOTES.md round 13), 2 when its row count
+    is a multiple of 128 (64 rows each at least), else 1 (also when its rows cannot be split
+    at all)."""
     try:
         sizes = _row_sizes(_row_axes(group))
     except TawaError:  # a row-dependent B, a tile split along two dims: one warpgroup
         return 1
-    return 2 if len(sizes) == 1 and next(iter(sizes)) % 128 == 0 else 1
+    if len(sizes) != 1:
+        return 1
+    rows = next(iter(sizes))
+    return 3 if rows == 192 else 2 if rows % 128 == 0 else 1
 
 
 def split_rows(group: aref.GroupOp, consumers: int) -> None:

@@ -57,7 +57,7 @@ class WarpSpecializePass(ModulePass):
                                 the deepest that fits shared memory, see ring-depth).
       mma_depth: int | None = 2  MMA depth P: uses a consumer holds before releasing the
                                  oldest (None: chosen per loop, see mma-lag).
-      consumers: int | None = 1  consumer warpgroups cooperating on one tile (1 or 2; None:
+      consumers: int | None = 1  consumer warpgroups cooperating on one tile (1, 2 or 3; None:
                                  chosen from the tile rows, see cooperative-consumers).
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
       tile_order: str = "xyz"    the persistent walk's axes, the fastest first (persistent).

@@ -198,7 +198,8 @@ def test_scaled_mm_op(device) -> None:
     [
         (128, 500, 8, 8, False),
         (128, 500, 8, 2, True),
-        (64, 700, 4, 4, False),  # 192 rows per program, one per row block
+        (64, 1500, 4, 4, False),  # 192 rows per program, one per row block
+        (64, 700, 4, 4, False),  # 128 rows persistent (short)
         (64, 2500, 4, 2, True),  # 192 rows, causal past CAUSAL_PERSISTENT_SEQ
         (64, 700, 4, 1, True),  # 128 rows persistent (causal, short)
     ],

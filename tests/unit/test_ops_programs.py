@@ -39,7 +39,8 @@ def test_the_attention_op_compiles_what_compile_attention_compiles(
         (128, True, 1000, 128, True),
         (128, True, 2048, 128, True),
         (128, True, 4096, 128, False),
-        (64, False, 1000, 192, False),
+        (64, False, 1024, 128, True),
+        (64, False, 2048, 192, False),
         (64, True, 2048, 128, True),
         (64, True, 4096, 192, False),
     ],
@@ -49,7 +50,7 @@ def test_the_attention_op_takes_the_form_the_length_calls_for(
 ) -> None:
     """Causal attention is persistent up to `CAUSAL_PERSISTENT_SEQ` keys at 128 rows, one
     program per row block beyond; without a mask 128 rows are persistent; at d = 64, 192 rows
-    one program per row block unless causal and short; never persistent with ping-pong: the
+    one program per row block past 1K keys (2K causal); never persistent with ping-pong: the
     op's program for that length is compiled in that form."""
     form = attention.default_form(head_dim, causal, seq)
     assert form == (rows, persistent)

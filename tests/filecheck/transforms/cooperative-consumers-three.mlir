@@ -1,6 +1,8 @@
 // cooperative-consumers{consumers=3}: three consumer warpgroups split 192 rows, and the
 // groups' register budgets are refitted to the SM (distribute's 40/232 would need 94208).
 // RUN: tawa-opt %s -p 'partition,insert-aref,ring-depth{stages=2},distribute,cooperative-consumers{consumers=3}' | filecheck %s
+// Unset, the pass chooses three for 192 rows (one warpgroup holding all 192 spills): the same.
+// RUN: tawa-opt %s -p 'partition,insert-aref,ring-depth{stages=2},distribute,cooperative-consumers{consumers}' | filecheck %s
 // RUN: not tawa-opt %s -p 'partition,insert-aref,distribute,cooperative-consumers{consumers=2}' 2>&1 | filecheck %s --check-prefix=TWO
 // RUN: not tawa-opt %s -p 'partition,insert-aref,distribute,cooperative-consumers{consumers=4}' 2>&1 | filecheck %s --check-prefix=FOUR
 // RUN: not tawa-opt %s -p 'partition,insert-aref,distribute,cooperative-consumers{consumers=3},set-registers{producer=40 consumer=232}' 2>&1 | filecheck %s --check-prefix=OVER
