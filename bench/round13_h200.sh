@@ -4,6 +4,8 @@
 #                               for 192 rows; 128 rows up to 1K keys at d = 64): every GPU test
 #                               and attention d = 64, the library against the source with no
 #                               options and the 128-row form, ours only
+#   bench/round13_h200.sh stages OUT the library at d = 64 with 4-deep K/V rings (what the
+#                               compiler's ring-depth picks there) against its 3, ours only
 #   bench/round13_h200.sh run OUT    every GPU test (8 shards) on the tree where the options default
 #                               to chosen (rotation where a loop has the shape, the MMA depth
 #                               per loop, setmaxnreg from the consumers' tiles) and d = 64
@@ -15,10 +17,18 @@
 #                               24/240; then 2 minutes of GPU fuzzing.
 # FA4 is not installed: the FA4 ratios of these kernels are round 12's (bench/NOTES.md).
 set -uo pipefail
-what="${1:?usage: bench/round13_h200.sh run|check OUT_DIR}"
-out="${2:?usage: bench/round13_h200.sh run|check OUT_DIR}"
+what="${1:?usage: bench/round13_h200.sh run|check|stages OUT_DIR}"
+out="${2:?usage: bench/round13_h200.sh run|check|stages OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
+if [ "$what" = stages ]; then
+    for depth in 3 4; do
+        step "attention_d64_stages$depth" 100 python3 bench/attention.py --dtypes f16,bf16 \
+            --dims 64 --seqs 2048,4096,16384 --no-peers --stages "$depth" \
+            --schedules ours --out "$out/attention_d64_stages$depth.json"
+    done
+    exit 0
+fi
 all_gpu_tests 330
 if [ "$what" = check ]; then
     step attention_defaults_d64 150 python3 bench/attention.py --dtypes f16,bf16 --dims 64 \
