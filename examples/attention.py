@@ -29,9 +29,10 @@ def attention(q, k, v, sm_scale, causal, block_m=128, block_n=None, return_lse=F
     """O (and, with `return_lse`, the [batch * heads, seq] f32 log-sum-exp) for
     [batch * heads, seq, head_dim] f16 or bf16 arrays: on an sm_90 GPU when one is present,
     else in the tile interpreter. 128 query rows (two consumer warpgroups of 64) and 128 keys
-    per step for d = 64, 64 for d = 128, with the jit launch's default options (rings as deep
-    as shared memory holds, up to 4; `tawa_xdsl.kernels.attention.compile_attention` is the
-    benchmarked configuration: 128 keys, 3-deep rings, the rotated key loop, persistent)."""
+    per step for d = 64, 64 for d = 128, with the jit launch's default options (the
+    compiler's choices: the key loop rotated, the MMA depth and setmaxnreg chosen, rings as
+    deep as shared memory holds, up to 4; `tawa_xdsl.kernels.attention.compile_attention` is
+    the benchmarked configuration: 128 keys, 3-deep rings, persistent where it pays)."""
     heads, seq, head_dim = q.shape
     block_n = block_n or (128 if head_dim <= 64 else 64)
     o = np.zeros_like(q)
