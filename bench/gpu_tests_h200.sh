@@ -23,7 +23,8 @@ cat > /tmp/gpu_shard.py <<'PY'
 import sys
 import pytest
 ids = open(sys.argv[1]).read().splitlines()
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfs", *ids]))
+# no -q of its own: the project's addopts has one, and -qq drops the "N passed" line
+sys.exit(pytest.main(["-p", "no:cacheprovider", "-m", "gpu", "-rfs", *ids]))
 PY
 for shard in /tmp/gpu_shard_?; do
     log="$out/gpu_shard_${shard##*_}.log"
