@@ -129,6 +129,17 @@ def node(op: str, *args: Lin) -> Lin:
     kind = op.split(".")[1] if op.startswith("setp.") else op
     if kind in FOLD and all(a.is_const() for a in args):
         return Lin(int(FOLD[kind](*(a.const for a in args))))
+    if op in ("div.u", "rem.u") and all(a.is_const() for a in args) and args[1].const > 0:
+        # on constants both sides print differently (a use counter's first value): fold them
+        x, d = args[0].const % (1 << 32), args[1].const
+        return Lin(x // d if op == "div.u" else x % d)
+    if op == "shr.u" and args[1].is_const() and 0 <= args[1].const < 32:
+        # x >> k = x / 2^k on unsigned values: the printer's slot of a ring of 2^k slots
+        return node("div.u", args[0], Lin(1 << args[1].const))
+    mask = args[1].const if len(args) == 2 and args[1].is_const() else 0
+    if op == "and" and mask > 0 and mask & (mask + 1) == 0 and not args[0].is_const():
+        # x & (2^k - 1) = x % 2^k on 32-bit patterns: the printer's phase of such a ring
+        return node("rem.u", args[0], Lin(mask + 1))
     if op == "rem.u" and args[1].is_const() and args[1].const > 0:
         # x % d = x - d (x / d) on unsigned values: one form for rem.u32 and for the
         # multiply-high quotient the printer folds it into

@@ -53,6 +53,11 @@ KERNELS = {
         lambda: attention.tile_module(64, "f16", True),
         attention_options(pingpong=True),
     ),
+    # 4-deep K/V rings: slot and phase printed as a shift and a mask, not a division
+    "attention-ring4": (
+        lambda: attention.tile_module(64, "f16", False),
+        CompileOptions(stages=4, mma_depth=1, consumers=2),
+    ),
 }
 
 
@@ -353,6 +358,26 @@ MUTATIONS = [
         "attention-causal-persistent",
         replace_in(r"shr\.u32 (%\w+), \1, 1;", r", 1;$", ", 2;"),
         "the quotient halved: slot and parity repeat every 6 uses of a 3-slot ring",
+    ),
+    Mutation(
+        "slot-shift-of-another-depth",
+        "attention-ring4",
+        replace_in(r"shr\.u32 (%\w+), (%\w+), 2;", r", 2;$", ", 3;"),
+        "a ring of 4 slots indexed by use / 8: two uses share a slot and a wait lands on "
+        "another use's barrier",
+    ),
+    Mutation(
+        "slot-mask-of-the-depth",
+        "attention-ring4",
+        replace_in(r"and\.b32 (%\w+), (%\w+), 3;", r", 3;$", ", 4;"),
+        "use & 4 for use % 4: slot 0 or slot 4, past the ring, never slots 1 to 3",
+    ),
+    Mutation(
+        "slot-shift-signed",
+        "attention-ring4",
+        replace_in(r"shr\.u32 (%\w+), (%\w+), 2;", r"shr\.u32", "shr.s32"),
+        "an arithmetic shift: a different quotient once the counter's top bit is set (not the "
+        "unsigned division the IR proved)",
     ),
 ]
 

@@ -536,11 +536,24 @@ class KernelPrinter:
             self.b.binary(pred_mnemonic, self.reg(result), self.reg(lhs), self.reg(rhs))
             return
         divisor = self.const_int(rhs) if isinstance(op, arith.DivUIOp | arith.RemUIOp) else None
+        if divisor is not None and divisor > 1 and divisor & (divisor - 1) == 0:
+            self.udiv_by_power_of_two(op, divisor)
+            return
         magic = udiv_magic(divisor) if divisor is not None else None
         if magic is not None:
             self.udiv_by_constant(op, divisor, *magic)
             return
         self.b.binary(mnemonic, self.reg(result), self.reg(lhs), self.operand(rhs))
+
+    def udiv_by_power_of_two(self, op: Operation, divisor: int) -> None:
+        """x / 2^k and x % 2^k as a shift and a mask: ptxas 13.0 kept div.u32 by 4 (a 4-deep
+        ring's slot and phase) as a reciprocal on the MUFU unit inside the attention loop,
+        6% more instructions than 3-deep rings (bench/NOTES.md, round 13)."""
+        x, out = self.reg(op.operands[0]), self.reg(op.results[0])
+        if isinstance(op, arith.DivUIOp):
+            self.b.binary("shr.u32", out, x, divisor.bit_length() - 1)
+        else:
+            self.b.binary("and.b32", out, x, divisor - 1)
 
     def udiv_by_constant(self, op: Operation, divisor: int, magic: int, shift: int) -> None:
         """x / d and x % d for a constant d (a ring's slot and phase from its use counter)
