@@ -6,6 +6,8 @@
 #                               options and the 128-row form, ours only
 #   bench/round13_h200.sh stages OUT the library at d = 64 with 4-deep K/V rings (what the
 #                               compiler's ring-depth picks there) against its 3, ours only
+#   bench/round13_h200.sh shifts OUT every GPU test, then the same A/B, after the printer's
+#                               shift and mask for a power-of-two ring depth
 #   bench/round13_h200.sh run OUT    every GPU test (8 shards) on the tree where the options default
 #                               to chosen (rotation where a loop has the shape, the MMA depth
 #                               per loop, setmaxnreg from the consumers' tiles) and d = 64
@@ -17,10 +19,15 @@
 #                               24/240; then 2 minutes of GPU fuzzing.
 # FA4 is not installed: the FA4 ratios of these kernels are round 12's (bench/NOTES.md).
 set -uo pipefail
-what="${1:?usage: bench/round13_h200.sh run|check|stages OUT_DIR}"
-out="${2:?usage: bench/round13_h200.sh run|check|stages OUT_DIR}"
+what="${1:?usage: bench/round13_h200.sh run|check|stages|shifts OUT_DIR}"
+out="${2:?usage: bench/round13_h200.sh run|check|stages|shifts OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
+if [ "$what" = shifts ]; then
+    # after the printer's shift and mask for power-of-two rings: every GPU test, then the A/B
+    all_gpu_tests 240
+    what=stages
+fi
 if [ "$what" = stages ]; then
     for depth in 3 4; do
         step "attention_d64_stages$depth" 100 python3 bench/attention.py --dtypes f16,bf16 \
