@@ -25,7 +25,7 @@ STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 if [ "$what" = shifts ]; then
     # after the printer's shift and mask for power-of-two rings: every GPU test, then the A/B
-    all_gpu_tests 240
+    all_gpu_tests "${TEST_SECONDS_SHIFTS:-240}"
     what=stages
 fi
 if [ "$what" = stages ]; then
