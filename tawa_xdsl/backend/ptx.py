@@ -40,7 +40,8 @@ def exact_udiv(magic: int, shift: int) -> int | None:
 
 def udiv_magic(divisor: int) -> tuple[int, int] | None:
     """(magic, shift) with `exact_udiv(magic, shift) == divisor`, the smallest shift; None
-    for powers of two (a shift already) and divisors with no 32-bit magic (7: div.u32)."""
+    for powers of two (the printer shifts and masks: `udiv_by_power_of_two`) and divisors with
+    no 32-bit magic (7: div.u32)."""
     if divisor < 3 or divisor & (divisor - 1) == 0:
         return None
     for shift in range(32):

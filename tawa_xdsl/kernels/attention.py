@@ -179,7 +179,7 @@ def persistent_default(
     4K keys, 12% slower at 16K: the last row block of a head is a third full; round 12), not
     with ping-pong: over a tile loop its turns let the warpgroups drift further apart than
     the proof models (it refuses)."""
-    if pingpong or block_m != BLOCK_M:
+    if pingpong or block_m == WIDE_BLOCK_M:
         return False
     return not causal or (seq is not None and seq <= CAUSAL_PERSISTENT_SEQ)
 
