@@ -109,8 +109,16 @@ SCHEDULES = {
         "stages": 2,
         "dims": (128,),
     },
+    # eighths of the scores' exp2s on the FMA units (`ours`: emulate-exp2's choice, 2 at
+    # d = 64 and none at d = 128; NOTES round 14)
+    **{
+        f"ours_exp2_{share}": {"rotate": True, "pingpong": False, "split": True,
+                               "exp2_emulation": share}  # fmt: skip
+        for share in (0, 1, 2, 3)
+    },
 }
 EXPERIMENTS = (
+    *(f"ours_exp2_{share}" for share in (0, 1, 2, 3)),
     "ours_launch_defaults",
     "ours_m128",
     "ours_n176",
@@ -226,7 +234,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
         pingpong = schedule["pingpong"] or args.pingpong
-        fixed = ("persistent", "stages", "block_m", "block_n", "tile_order")
+        fixed = ("persistent", "stages", "block_m", "block_n", "tile_order", "exp2_emulation")
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
         # the library's rows and form for this length (`default_form`) unless the schedule
         # fixes them

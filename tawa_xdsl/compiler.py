@@ -50,6 +50,7 @@ from tawa_xdsl.runtime.launch import (
     launch_compiled,
     prepare_compiled,
 )
+from tawa_xdsl.transforms.emulate_exp2 import EmulateExp2Pass
 from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
@@ -92,6 +93,10 @@ class CompileOptions:
     split_loops: bool = True
     # the persistent walk's grid axes, the fastest first ("yxz": every y of one x first)
     tile_order: str = "xyz"
+    # eighths of an exp2's values computed by a polynomial on the FMA units instead of the
+    # MUFU unit; None: chosen per loop by emulate-exp2 (where its exp2s keep the MUFU unit
+    # busier than its dots keep the tensor cores: attention's key loop at d = 64)
+    exp2_emulation: int | None = None
 
     def __post_init__(self) -> None:
         for option in fields(self):
@@ -141,6 +146,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "pingpong": BOOL,
     "rotate": BOOL,
     "split_loops": BOOL,
+    "exp2_emulation": CHOSEN,
 }
 
 # Launch keyword -> CompileOptions field: Triton's name where Triton has the option.
@@ -204,6 +210,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
             ),
         ),
         ("aref", SetRegistersPass(*(options.registers or (None, None)))),
+        ("aref", EmulateExp2Pass(share=options.exp2_emulation)),
         ("mbarrier", LowerArefPass()),
         ("nvgpu", LowerToNvgpuPass(epilogue=options.epilogue, pingpong=options.pingpong)),
         ("nvgpu", LegalizeNvgpuPass()),

@@ -88,6 +88,9 @@ DRAIN_ATTR = "tawa.drain"
 # (i32) on an op: `wgmma_wait_group N` right before it (all but the N newest groups done).
 IN_FLIGHT_ATTR = "tawa.in_flight"
 MMA_WAIT_ATTR = "tawa.mma_wait"
+# The share of a `math.exp2`'s values computed on the FMA units (emulate-exp2; i32, of every
+# `nvgpu.EXP2_EMULATION_PERIOD`), which lower-to-nvgpu carries onto `nvgpu.fragment_unary`.
+EXP2_EMULATED_ATTR = "tawa.exp2_emulated"
 
 # Register budgets per thread, as the Tawa paper sets them: the producer only computes
 # addresses, the consumers hold the accumulators. One producer and two consumer warpgroups of

@@ -197,10 +197,31 @@ UNARY: dict[nvgpu.UnaryKind, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+def exp2_polynomial(x: np.ndarray) -> np.ndarray:
+    """2^x as the printer computes it on the FMA units (`nvgpu.EXP2_POLY`): the clamp keeps
+    NaN, 2^floor(t) is built from its exponent bits, each fma rounds once."""
+    low, high = (np.float32(bound) for bound in nvgpu.EXP2_CLAMP)
+    t = np.minimum(np.maximum(x.astype(np.float32), low), high)
+    whole = np.floor(t)
+    frac = (t - whole).astype(np.float64)
+    c0, c1, c2, c3 = (np.float64(np.float32(c)) for c in nvgpu.EXP2_POLY)
+    q = np.float32(frac * c3 + c2)  # f32 operands: the f64 product is exact, one rounding
+    q = np.float32(q.astype(np.float64) * frac + c1)
+    q = np.float32(q.astype(np.float64) * frac + c0)
+    exponent = np.where(np.isnan(whole), 0, whole).astype(np.int32) + 127
+    scale = (exponent.astype(np.uint32) << 23).view(np.float32)
+    return _flush(q * scale)
+
+
 def _unary(ev: Evaluator, op: nvgpu.FragmentUnaryOp, operands: list[Any]) -> tuple:
     (source,) = _values(op, operands)
     with np.errstate(all="ignore"):
-        return (UNARY[op.kind.data](source).astype(dtype_of(op.result.type)),)
+        result = UNARY[op.kind.data](source)
+        share = op.emulated_share()
+        if share:
+            values = np.arange(source.shape[-1]) % nvgpu.EXP2_EMULATION_PERIOD < share
+            result = np.where(values, exp2_polynomial(source), result)
+        return (result.astype(dtype_of(op.result.type)),)
 
 
 def _convert(ev: Evaluator, op: nvgpu.FragmentConvertOp, operands: list[Any]) -> tuple:

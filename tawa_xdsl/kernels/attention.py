@@ -250,6 +250,7 @@ def compile_options(
     block_m: int = BLOCK_M,
     causal: bool = False,
     tile_order: str = "xyz",
+    exp2_emulation: int | None = None,
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
@@ -267,6 +268,7 @@ def compile_options(
         if persistent is None
         else persistent,
         tile_order=tile_order,
+        exp2_emulation=exp2_emulation,
     )
 
 
@@ -287,6 +289,7 @@ def compile_attention(
     persistent: bool | None = None,
     block_m: int = BLOCK_M,
     tile_order: str = "xyz",
+    exp2_emulation: int | None = None,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -308,11 +311,12 @@ def compile_attention(
     "yxz" takes row block x of every head before x + 1). The rows stay 128 unless told (the
     grid is the caller's); `default_form` says which rows and form `tawa_xdsl.ops.attention`
     launches for a length: 192 at d = 64 (three warpgroups at 160 registers, FA3's d = 64
-    tile; d = 128 spills at 160)."""
+    tile; d = 128 spills at 160). `exp2_emulation` (CompileOptions): eighths of the scores'
+    exp2s on the FMA units (None: emulate-exp2 chooses, 2 at d = 64, none at d = 128)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
-        causal, tile_order,
+        causal, tile_order, exp2_emulation,
     )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)

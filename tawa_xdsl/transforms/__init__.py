@@ -81,6 +81,12 @@ def get_set_registers() -> type[ModulePass]:
     return SetRegistersPass
 
 
+def get_emulate_exp2() -> type[ModulePass]:
+    from tawa_xdsl.transforms.emulate_exp2 import EmulateExp2Pass
+
+    return EmulateExp2Pass
+
+
 def get_lower_aref() -> type[ModulePass]:
     from tawa_xdsl.transforms.lower_aref import LowerArefPass
 
@@ -119,6 +125,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "place-releases": get_place_releases,
         "tawa-warp-specialize": get_warp_specialize,
         "set-registers": get_set_registers,
+        "emulate-exp2": get_emulate_exp2,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
         "legalize-nvgpu": get_legalize_nvgpu,

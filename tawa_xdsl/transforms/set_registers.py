@@ -25,18 +25,17 @@ warpgroups) * 128 > 65536.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tawa_xdsl.dialects import aref, tile
 from tawa_xdsl.dialects.nvgpu import SM_REGISTERS, WARPGROUP_THREADS
-from tawa_xdsl.transforms.ws_utils import error, find_kernel
+from tawa_xdsl.transforms.ws_utils import error, find_kernel, own_ops
 
 PASS = "set-registers"
 SM_THREAD_REGISTERS = SM_REGISTERS // WARPGROUP_THREADS  # per-thread registers of all groups
@@ -59,18 +58,6 @@ def tile_registers(value: SSAValue) -> int:
 
 def starts_from_zero(dot: tile.DotOp) -> bool:
     return isinstance(dot.acc.owner, tile.SplatOp)
-
-
-def own_ops(loop: scf.ForOp) -> Iterator[Operation]:
-    """The ops of `loop`'s body and its branches, not those of the loops nested in it."""
-    frontier = list(loop.body.block.ops)
-    while frontier:
-        op = frontier.pop()
-        yield op
-        if not isinstance(op, scf.ForOp):
-            frontier += [
-                inner for region in op.regions for block in region.blocks for inner in block.ops
-            ]
 
 
 def loop_demand(loop: scf.ForOp) -> int:

@@ -8,7 +8,7 @@ counters, offsets and the loops themselves).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -130,3 +130,15 @@ def in_loop(op: Operation) -> bool:
             return True
         parent = parent.parent_op()
     return False
+
+
+def own_ops(loop: scf.ForOp) -> Iterator[Operation]:
+    """The ops of `loop`'s body and its branches, not those of the loops nested in it."""
+    frontier = list(loop.body.block.ops)
+    while frontier:
+        op = frontier.pop()
+        yield op
+        if not isinstance(op, scf.ForOp):
+            frontier += [
+                inner for region in op.regions for block in region.blocks for inner in block.ops
+            ]

@@ -61,6 +61,10 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     "m192": {"block_m": 192, "stages": 2},
     "persistent": {"persistent": True},
     "n176": {"block_n": 176, "stages": 2},  # FA3's d = 128 step (spill-free since round 11b)
+    # every score's exp2 on the FMA units, and one in eight over three warpgroups (the chosen
+    # share at d = 64 is two in eight: the default rows cover it)
+    "exp2-all": {"exp2_emulation": 8},
+    "m192-exp2-1": {"block_m": 192, "stages": 2, "exp2_emulation": 1},
 }
 
 

@@ -49,9 +49,11 @@ def tile_level(module, seq: int) -> np.ndarray:
 
 
 def close(got: np.ndarray, expected: np.ndarray) -> None:
-    # exp2 is the GPU's ex2.approx below the tile level: within an f16 ulp
+    # exp2 is the GPU's below the tile level: ex2.approx, and at d = 64 emulate-exp2's
+    # polynomial for 2 of 8 scores (7.5e-5 relative), which moves a row whose weighted values
+    # cancel to near zero by up to 7.5e-5 * 2 * max |v|
     np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32),
-                               rtol=2**-10, atol=2**-12)  # fmt: skip
+                               rtol=2**-10, atol=2**-10)  # fmt: skip
 
 
 def aref_module(module, rotate: bool):

@@ -54,7 +54,7 @@ def test_every_option_has_one_launch_name() -> None:
     changed = {
         "stages": 3, "mma_depth": 1, "consumers": 1, "persistent": True, "epilogue": "tma",
         "verify": False, "registers": (24, 240), "pingpong": True, "rotate": False,
-        "split_loops": False, "tile_order": "yxz",
+        "split_loops": False, "tile_order": "yxz", "exp2_emulation": 2,
     }  # fmt: skip
     default = CompileOptions()
     for launch, name in LAUNCH_OPTIONS.items():
@@ -151,8 +151,10 @@ def test_tawa_opt_runs_the_same_pipeline(tmp_path: Path, capsys: pytest.CaptureF
     text = pipeline_text(options)
     # consumers unset: chosen by cooperative-consumers from the tile rows
     assert text.startswith("tawa-warp-specialize{stages=3 mma_depth=2 consumers persistent=")
+    # exp2 emulation unset: chosen per loop by emulate-exp2
     assert (
-        'set-registers{producer=24 consumer=240},lower-aref,lower-to-nvgpu{epilogue="tma"' in text
+        "set-registers{producer=24 consumer=240},emulate-exp2{share},lower-aref,"
+        'lower-to-nvgpu{epilogue="tma"' in text
     )
     out = tmp_path / "gemm.ptx"
     argv = [str(EXAMPLES / "gemm.mlir"), "-p", text, "-t", "ptx", "-o", str(out)]

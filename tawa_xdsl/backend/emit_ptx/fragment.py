@@ -108,9 +108,36 @@ def fragment_unary(p: KernelPrinter, op: Operation) -> None:
     ty = frag_type(op.result)
     source = _f32_values(p, ty, p.frag(op.source))
     out = [p.b.new("f32") for _ in source] if packed(ty) else p.frag(op.result)
-    for d, x in zip(out, source, strict=True):
-        _unary_value(p, op.kind.data, d, x)
+    share = op.emulated_share()
+    for v, (d, x) in enumerate(zip(out, source, strict=True)):
+        if v % nvgpu.EXP2_EMULATION_PERIOD < share:
+            _exp2_polynomial(p, d, x)
+        else:
+            _unary_value(p, op.kind.data, d, x)
     _round_values(p, ty, p.frag(op.result), out)
+
+
+# 1.5 * 2^23 + 127: t + EXP2_MAGIC rounded down holds floor(t) + 127 in its low mantissa bits,
+# so shifting its bits left by 23 gives the f32 2^floor(t) (0 for -127, inf for 128).
+EXP2_MAGIC = 12583039.0
+
+
+def _exp2_polynomial(p: KernelPrinter, d: Reg, x: Reg) -> None:
+    """2^x on the FMA and ALU pipes (`nvgpu.EXP2_POLY`): ten instructions, no MUFU."""
+    b = p.b
+    low, high = (f32_hex(bound) for bound in nvgpu.EXP2_CLAMP)
+    t, scale, whole, frac, q = (b.new("f32") for _ in range(5))
+    b.emit(f"max.NaN.f32 {t}, {x}, {low}")
+    b.emit(f"min.NaN.f32 {t}, {t}, {high}")
+    b.emit(f"add.rm.f32 {scale}, {t}, {f32_hex(EXP2_MAGIC)}")
+    b.emit(f"sub.f32 {whole}, {scale}, {f32_hex(EXP2_MAGIC)}")
+    b.emit(f"sub.f32 {frac}, {t}, {whole}")
+    c0, c1, c2, c3 = (f32_hex(c) for c in nvgpu.EXP2_POLY)
+    b.emit(f"fma.rn.f32 {q}, {frac}, {c3}, {c2}")
+    b.emit(f"fma.rn.f32 {q}, {q}, {frac}, {c1}")
+    b.emit(f"fma.rn.f32 {q}, {q}, {frac}, {c0}")
+    b.emit(f"shl.b32 {scale}, {scale}, 23")
+    b.emit(f"mul.ftz.f32 {d}, {q}, {scale}")
 
 
 def _unary_value(p: KernelPrinter, kind: nvgpu.UnaryKind, d: Reg, x: Reg) -> None:

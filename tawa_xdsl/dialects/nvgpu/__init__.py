@@ -17,6 +17,9 @@ here, so `nvgpu.WgmmaMmaAsyncOp` and `from tawa_xdsl.dialects.nvgpu import Fragm
 from xdsl.ir import Dialect
 
 from tawa_xdsl.dialects.nvgpu.fragment import (
+    EXP2_CLAMP,
+    EXP2_EMULATION_PERIOD,
+    EXP2_POLY,
     FragmentBinaryOp,
     FragmentBroadcastColumnsOp,
     FragmentBroadcastRowsOp,
@@ -253,6 +256,9 @@ __all__ = [
     "FragmentStoreOp",
     "FragmentType",
     "FragmentUnaryOp",
+    "EXP2_CLAMP",
+    "EXP2_EMULATION_PERIOD",
+    "EXP2_POLY",
     "FragmentUndefOp",
     "INT_ARITH",
     "IndexArith",

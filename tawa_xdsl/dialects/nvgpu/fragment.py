@@ -142,13 +142,23 @@ class FragmentBinaryOp(IRDLOperation):
         )
 
 
+# `exp2` on the FMA units (`FragmentUnaryOp.emulated`): 2^x = 2^floor(t) * q(t - floor(t)),
+# t = x clamped to [-127, 128] (NaN kept), q the cubic below (relative error 7.5e-5 on [0, 1),
+# under half an f16 ulp) and 2^floor(t) built from its exponent bits (0 at -127, inf at 128).
+# The printer and the nvgpu interpreter compute the same steps.
+EXP2_EMULATION_PERIOD = 8  # values v with v % 8 < emulated take the polynomial
+EXP2_POLY = (0.9999251961708069, 0.6958337426185608, 0.2260672152042389, 0.07802419364452362)
+EXP2_CLAMP = (-127.0, 128.0)
+
+
 @irdl_op_definition
 class FragmentUnaryOp(IRDLOperation):
     """Elementwise math, register by register: `exp2` (`ex2.approx.ftz.f32`), `log2`
     (`lg2.approx.ftz.f32`), `exp` and `log` (the same, scaled by log2(e) / ln(2)), `sqrt`
     (`sqrt.rn.f32`), `rsqrt` (`rsqrt.approx.ftz.f32`), `tanh` (`tanh.approx.f32`), `erf`
     (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7), `neg` and `abs`. 16-bit fragments compute
-    in f32 and round each result."""
+    in f32 and round each result. `exp2 emulated N`: values v of a thread with
+    v % 8 < N are computed by `EXP2_POLY` on the FMA units instead of the MUFU unit."""
 
     name = "nvgpu.fragment_unary"
 
@@ -156,20 +166,33 @@ class FragmentUnaryOp(IRDLOperation):
     kind = prop_def(UnaryKindAttr)
     source = operand_def(T)
     result = result_def(T)
+    emulated = opt_prop_def(IntegerAttr[I32])
 
-    assembly_format = "$kind $source attr-dict `:` type($result)"
+    assembly_format = "$kind $source (`emulated` $emulated^)? attr-dict `:` type($result)"
     traits = traits_def(Pure())
 
-    def __init__(self, kind: UnaryKind, source: SSAValue):
-        super().__init__(
-            operands=[source], properties={"kind": UnaryKindAttr(kind)}, result_types=[source.type]
-        )
+    def __init__(self, kind: UnaryKind, source: SSAValue, emulated: int | None = None):
+        properties: dict = {"kind": UnaryKindAttr(kind)}
+        if emulated:
+            properties["emulated"] = IntegerAttr(emulated, i32)
+        super().__init__(operands=[source], properties=properties, result_types=[source.type])
+
+    def emulated_share(self) -> int:
+        """How many of every `EXP2_EMULATION_PERIOD` values take the polynomial (0: none)."""
+        return 0 if self.emulated is None else self.emulated.value.data
 
     def verify_(self) -> None:
         et = fragment_type(self.source).element_type
         if isinstance(et, FP8_TYPES):
             raise VerifyException(
                 f"'nvgpu.fragment_unary' computes on f32, f16 or bf16 elements, got {et}"
+            )
+        share = self.emulated_share()
+        if self.emulated is not None and self.kind.data != UnaryKind.EXP2:
+            raise VerifyException("'nvgpu.fragment_unary' emulates exp2 only")
+        if self.emulated is not None and not 1 <= share <= EXP2_EMULATION_PERIOD:
+            raise VerifyException(
+                f"'nvgpu.fragment_unary' emulated must be 1..{EXP2_EMULATION_PERIOD}, got {share}"
             )
 
 

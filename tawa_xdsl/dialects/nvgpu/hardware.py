@@ -35,3 +35,9 @@ SM90_MAX_SMEM_BYTES = 232448  # dynamic smem one block may use on sm_90 (227 KiB
 
 MIN_SETMAXNREG, MAX_SETMAXNREG = 24, 256  # setmaxnreg takes a multiple of 8 in 24..256 (§5)
 SM_REGISTERS = 65536  # 32-bit registers of one SM, shared by the CTA's warpgroups (§5)
+
+# Throughput of one SM per clock (CUDA C++ Programming Guide, compute capability 9.0; the
+# H100/H200 dense peaks over 132 SMs): `ex2.approx` results of the MUFU unit, and wgmma flops
+# by operand width in bits (16: f16/bf16, 8: e4m3/e5m2, 32: tf32).
+MUFU_EX2_PER_CLOCK = 16
+WGMMA_FLOPS_PER_CLOCK = {16: 4096, 8: 8192, 32: 2048}

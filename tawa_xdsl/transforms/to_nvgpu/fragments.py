@@ -331,7 +331,10 @@ def resplat(op: Operation, value: SSAValue, other: SSAValue) -> SSAValue:
 
 
 def unary(op: Operation) -> None:
-    Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(FLOAT_UNARY[type(op)], op.operands[0]))
+    """The function register by register; an exp2 that emulate-exp2 marked keeps its share."""
+    share = op.attributes.get(aref.EXP2_EMULATED_ATTR)
+    emulated = share.value.data if isinstance(share, IntegerAttr) else None
+    Rewriter.replace_op(op, nvgpu.FragmentUnaryOp(FLOAT_UNARY[type(op)], op.operands[0], emulated))
 
 
 def fma(op: math.FmaOp) -> None:
