@@ -38,7 +38,7 @@ elif [ "$what" = peers ]; then
     source bench/fa4_h200.sh install
     step attention_peers 500 python3 bench/attention.py --dtypes f16,bf16 \
         --seqs 1024,2048,4096,16384 --peers fa4,triton \
-        --schedules ours,ours_launch_defaults,ours_exp2_0 --out "$out/attention_peers.json"
+        --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
 else
     step gemm 400 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
 fi

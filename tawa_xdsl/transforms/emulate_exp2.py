@@ -40,7 +40,7 @@ from tawa_xdsl.transforms.ws_utils import error, find_kernel, own_ops
 PASS = "emulate-exp2"
 # A loop whose exp2s take the MUFU unit more than this share of its dots' tensor-core time
 # moves exp2s to the FMA units until they take at most this share.
-MUFU_TARGET = 3 / 4
+MUFU_TARGET = 1.0
 # At most half the values: each emulated value costs ten issue slots where the MUFU unit's
 # costs one, and the softmax already spends about five per score on the FMA and ALU pipes.
 MAX_SHARE = 4
