@@ -94,8 +94,8 @@ class CompileOptions:
     # the persistent walk's grid axes, the fastest first ("yxz": every y of one x first)
     tile_order: str = "xyz"
     # eighths of an exp2's values computed by a polynomial on the FMA units instead of the
-    # MUFU unit; None: chosen per loop by emulate-exp2 (where its exp2s keep the MUFU unit
-    # busier than its dots keep the tensor cores: attention's key loop at d = 64)
+    # MUFU unit; None: chosen per loop by emulate-exp2 (only where its exp2s keep the MUFU
+    # unit busier than its dots keep the tensor cores; none of the library's kernels)
     exp2_emulation: int | None = None
 
     def __post_init__(self) -> None:

@@ -312,7 +312,7 @@ def compile_attention(
     grid is the caller's); `default_form` says which rows and form `tawa_xdsl.ops.attention`
     launches for a length: 192 at d = 64 (three warpgroups at 160 registers, FA3's d = 64
     tile; d = 128 spills at 160). `exp2_emulation` (CompileOptions): eighths of the scores'
-    exp2s on the FMA units (None: emulate-exp2 chooses, 2 at d = 64, none at d = 128)."""
+    exp2s on the FMA units (None: emulate-exp2 chooses; none for these tiles)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,

@@ -5,9 +5,11 @@
 
 An SM retires 16 `ex2.approx` a clock on its MUFU unit and 4096 flops of 16-bit wgmma (8192
 of fp8). Attention's key loop at d = 64 has one exp2 per score against 4 d = 256 flops per
-score, so its exp2s keep the MUFU unit as long as its dots keep the tensor cores: the two
-units limit it together. A value computed by `nvgpu.EXP2_POLY` instead (ten instructions on
-the FMA and ALU pipes, 128 and 64 lanes a clock) takes that time off the MUFU unit.
+score, so on paper its exp2s keep the MUFU unit as long as its dots keep the tensor cores. A
+value computed by `nvgpu.EXP2_POLY` instead (ten instructions on the FMA and ALU pipes) takes
+that time off the MUFU unit and adds nine issue slots. Measured on the H200 (bench/NOTES.md,
+round 14): at that balance the slots cost more than the MUFU time saves, 2 of 8 values made
+d = 64 7-11% slower and fp8 2-6%; so the choice emulates only past it.
 
 Chosen (no `share`): per loop, the MUFU clocks of its exp2s against the tensor-core clocks of
 its dots, a branch counting its costlier arm; where the ratio passes `MUFU_TARGET`, the
@@ -38,8 +40,9 @@ from tawa_xdsl.dialects.nvgpu.hardware import MUFU_EX2_PER_CLOCK, WGMMA_FLOPS_PE
 from tawa_xdsl.transforms.ws_utils import error, find_kernel, own_ops
 
 PASS = "emulate-exp2"
-# A loop whose exp2s take the MUFU unit more than this share of its dots' tensor-core time
-# moves exp2s to the FMA units until they take at most this share.
+# A loop whose exp2s take the MUFU unit longer than its dots take the tensor cores moves
+# exp2s to the FMA units until they take no longer; at equality (d = 64, fp8 d = 128) it
+# measured slower (round 14).
 MUFU_TARGET = 1.0
 # At most half the values: each emulated value costs ten issue slots where the MUFU unit's
 # costs one, and the softmax already spends about five per score on the FMA and ALU pipes.
