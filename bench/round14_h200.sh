@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Round 14 on the lent H200 (session 13): exp2 partly on the FMA units (emulate-exp2, chosen
-# 2 of 8 at d = 64 and for fp8) and the power-of-two ring printer (shift and mask) timed.
-# Calls of one warm machine, each right after the last (it goes back after 30 idle seconds):
+# Round 14 on the lent H200 (session 13): exp2 partly on the FMA units (emulate-exp2; the `ab`
+# call ran while it chose 2 of 8 at d = 64 and for fp8, measured slower, and the choice became
+# none before `peers` and `gemm`) and the power-of-two ring printer (shift and mask) timed.
+# Calls of one warm machine, each right after the last (it goes back after 30 idle seconds;
+# carry at most 64 MiB with the tree: wheels and one FA4 part, or a part alone once extracted):
 #   bench/round14_h200.sh tests OUT  every GPU test (8 shards); FA4's first part stashed
 #                                     (carry carry/wheels carry/ptx carry/fa4a)
 #   bench/round14_h200.sh ab OUT     FA4's second part (carry carry/fa4b); ours only: d = 64
