@@ -9,7 +9,8 @@ score, so on paper its exp2s keep the MUFU unit as long as its dots keep the ten
 value computed by `nvgpu.EXP2_POLY` instead (ten instructions on the FMA and ALU pipes) takes
 that time off the MUFU unit and adds nine issue slots. Measured on the H200 (bench/NOTES.md,
 round 14): at that balance the slots cost more than the MUFU time saves, 2 of 8 values made
-d = 64 7-11% slower and fp8 2-6%; so the choice emulates only past it.
+d = 64 up to 10% slower (8-10% from 4K keys) and fp8 2-6%; so the choice emulates only past
+it.
 
 Chosen (no `share`): per loop, the MUFU clocks of its exp2s against the tensor-core clocks of
 its dots, a branch counting its costlier arm; where the ratio passes `MUFU_TARGET`, the
@@ -64,18 +65,17 @@ def op_clocks(op: Operation) -> tuple[float, float]:
         lhs, rhs = op.lhs.type, op.rhs.type
         assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
         (rows, depth), columns = lhs.get_shape(), rhs.get_shape()[-1]
-        rate = WGMMA_FLOPS_PER_CLOCK[lhs.element_type.bitwidth]  # type: ignore[attr-defined]
+        width = lhs.element_type.bitwidth  # type: ignore[attr-defined]
+        rate = WGMMA_FLOPS_PER_CLOCK.get(width, WGMMA_FLOPS_PER_CLOCK[16])
         return 0.0, 2 * rows * depth * columns / rate
     return 0.0, 0.0
 
 
 def iteration_clocks(block: Block) -> tuple[float, float]:
     """(MUFU, tensor-core) clocks of one run of `block`: a branch counts its costlier arm
-    (one of them runs), a nested loop nothing (it is a loop of its own)."""
+    (one of them runs)."""
     mufu = mma = 0.0
     for op in block.ops:
-        if isinstance(op, scf.ForOp):
-            continue
         arms = [iteration_clocks(b) for region in op.regions for b in region.blocks]
         own = op_clocks(op)
         mufu += own[0] + max((arm[0] for arm in arms), default=0.0)
