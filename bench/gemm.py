@@ -62,12 +62,15 @@ def timer(run) -> float:
 
 
 def short(config: Config) -> str:
-    """BN128-D4P2-tma-pers(-G16): tile width, D, P, epilogue, persistence, GROUP_M if not 8."""
+    """BN128-D4P2-tma-pers(-G16)(-C1x2): tile width, D, P, epilogue, persistence, GROUP_M if
+    not 8, consumer warpgroups x CTAs per SM if not 2 x 1."""
     o, kw = config.options(), config.kwargs
+    consumers, ctas = o.get("num_consumer_groups", 2), o.get("ctas_per_sm", 1)
     return (
         f"BN{kw['BLOCK_N']}-D{o['num_stages']}P{o['mma_depth']}-{o['epilogue']}"
         f"{'-pers' if o.get('persistent') else ''}"
         f"{'-G' + str(kw['GROUP_M']) if 'GROUP_M' in kw else ''}"
+        f"{f'-C{consumers}x{ctas}' if (consumers, ctas) != (2, 1) else ''}"
     )
 
 

@@ -40,7 +40,7 @@ from xdsl.passes import ModulePass
 from tawa_xdsl.backend.emit_ptx import KernelParam, SmemPlan, emit_ptx, kernel_params
 from tawa_xdsl.diagnostics import TawaError, verify_module
 from tawa_xdsl.dialects import make_context, nvgpu
-from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES, THREADS_ATTR
+from tawa_xdsl.dialects.nvgpu import THREADS_ATTR, cta_smem_limit, smem_allowance
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.runtime.cache import KernelCache, cache_key
 from tawa_xdsl.runtime.launch import (
@@ -74,6 +74,10 @@ class CompileOptions:
     # 2 for 128 or 256, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
+    # CTAs sharing each SM: each fits 1/N of the registers and shared memory, and a persistent
+    # launch starts N programs per SM (two 128 x 128 GEMM CTAs overlap one's epilogue with the
+    # other's MMAs)
+    ctas_per_sm: int = 1
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
     # setmaxnreg per thread, (producer, consumer); None: chosen by set-registers (the groups'
@@ -139,6 +143,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "mma_depth": CHOSEN,
     "consumers": CHOSEN,
     "persistent": BOOL,
+    "ctas_per_sm": INT,
     "tile_order": (is_axis_order, 'a permutation of "xyz"'),
     "epilogue": (is_str, '"global" or "tma"'),
     "verify": BOOL,
@@ -202,6 +207,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 mma_depth=options.mma_depth,
                 consumers=options.consumers,
                 persistent=options.persistent,
+                ctas_per_sm=options.ctas_per_sm,
                 epilogue=options.epilogue,
                 rotate=options.rotate,
                 pingpong=options.pingpong,
@@ -257,13 +263,14 @@ class CompiledKernel:
     persistent: bool
     arg_count: int  # user-visible arguments (persistent kernels take 3 more, appended here)
     ir: dict[str, str] = field(default_factory=dict)
+    ctas_per_sm: int = 1  # CTAs sharing an SM: a persistent launch starts that many per SM
 
     def grid(self, grid: Sequence[int] | int, sms: int = 132) -> tuple[Dim3, list[int]]:
         """The launch grid for the logical `grid`, and the extra trailing arguments."""
         dims = [grid] if isinstance(grid, int) else list(grid)
         dims = (dims + [1, 1])[:3]
         if self.persistent:
-            return persistent_launch(dims, sms)
+            return persistent_launch(dims, sms * self.ctas_per_sm)
         return (dims[0], dims[1], dims[2]), []
 
     def prepare(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> PreparedLaunch:
@@ -310,12 +317,11 @@ def compile_to_ptx(
     lowered = lower_to_nvgpu_level(module, opts, ir)
     kernel = next(op for op in lowered.ops if isinstance(op, func.FuncOp))
     smem_bytes = SmemPlan.of(kernel).bytes
-    if smem_bytes > SM90_MAX_SMEM_BYTES:  # refused before any PTX is printed
+    if smem_bytes > cta_smem_limit(opts.ctas_per_sm):  # refused before any PTX is printed
         depth = "rings fitted" if opts.stages is None else f"{opts.stages}-deep rings"
         raise TawaError(
-            f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes "
-            f"of shared memory with {depth}; an sm_90 block may use at most "
-            f"{SM90_MAX_SMEM_BYTES}: use fewer stages or smaller blocks"
+            f"@{kernel.sym_name.data}: error: needs {smem_bytes} bytes of shared memory with "
+            f"{depth}; {smem_allowance(opts.ctas_per_sm)}: use fewer stages or smaller blocks"
         )
     ptx = emit_ptx(lowered)
     validate_ptx(lowered, ptx)  # the printed protocol is the proved one (verify.ptx_skeleton)
@@ -334,6 +340,7 @@ def compile_to_ptx(
         persistent=opts.persistent,
         arg_count=arg_count,
         ir=ir,
+        ctas_per_sm=opts.ctas_per_sm,
     )
 
 
@@ -374,8 +381,9 @@ def kernel_from_json(text: str) -> CompiledKernel:
 
 def shared_memory_need(module: ModuleOp, options: CompileOptions) -> int:
     """The dynamic shared memory (bytes) `compile_to_ptx(module, options)` gives the kernel,
-    which it refuses above `SM90_MAX_SMEM_BYTES`; compiled to the nvgpu level only (rings
-    already too deep are refused at the aref level, which says how much they need)."""
+    which it refuses above `cta_smem_limit(options.ctas_per_sm)`; compiled to the nvgpu level
+    only (rings already too deep are refused at the aref level, which says how much they
+    need)."""
     try:
         lowered = lower_to_nvgpu_level(module, replace(options, verify=False))
     except SharedMemoryError as error:

@@ -307,6 +307,7 @@ class KernelText:
     max_threads: int
     body: PtxBuilder
     uses_setmaxnreg: bool = True
+    ctas_per_sm: int = 1
 
     def render(self) -> str:
         header = [
@@ -321,9 +322,10 @@ class KernelText:
             ")",
             f".maxntid {self.max_threads}, 1, 1",
         ]
-        if self.uses_setmaxnreg:
-            # setmaxnreg needs a defined register count at entry (§5, C7508 otherwise).
-            header.append(".minnctapersm 1")
+        if self.uses_setmaxnreg or self.ctas_per_sm > 1:
+            # setmaxnreg needs a defined register count at entry (§5, C7508 otherwise); with
+            # N CTAs per SM ptxas keeps the entry count within 1/N of the register file.
+            header.append(f".minnctapersm {self.ctas_per_sm}")
         text = "\n".join(
             header + ["{"] + self.body.regs.declarations() + [""] + self.body.lines + ["}", ""]
         )

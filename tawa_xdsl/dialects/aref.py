@@ -68,7 +68,7 @@ from xdsl.traits import HasParent, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from tawa_xdsl.dialects.nvgpu.hardware import SM_REGISTERS, WARPGROUP_THREADS
+from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS, cta_registers, ctas_per_sm
 
 # The discardable attribute the partition pass puts on every op of a tile kernel.
 ROLE_ATTR = "aref.role"
@@ -335,15 +335,25 @@ class WarpSpecializeOp(IRDLOperation):
                 "'aref.warp_specialize' needs exactly one producer group and at least one "
                 f"consumer group, got {[str(r) for r in roles]}"
             )
-        # setmaxnreg.inc waits until the SM can hand out the registers: over budget it
-        # waits forever
+        # setmaxnreg.inc waits until the CTA's pool can hand out the registers: over budget
+        # it waits forever
         budgets = [(g.registers.value.data, g.num_warpgroups) for g in self.groups()]
         total = sum(registers * count for registers, count in budgets) * WARPGROUP_THREADS
-        if total > SM_REGISTERS:
+        ctas = kernel_ctas_per_sm(self)
+        if total > cta_registers(ctas):
+            pool = "an SM has" if ctas == 1 else f"each of {ctas} CTAs sharing an SM has"
             raise VerifyException(
                 f"'aref.warp_specialize' groups' registers {budgets} (per thread, warpgroups) "
-                f"need {total} registers; an SM has {SM_REGISTERS}"
+                f"need {total} registers; {pool} {cta_registers(ctas)}"
             )
+
+
+def kernel_ctas_per_sm(op: Operation) -> int:
+    """`ctas_per_sm` of the kernel around `op` (1 outside any kernel)."""
+    parent = op.parent_op()
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent_op()
+    return 1 if parent is None else ctas_per_sm(parent)
 
 
 @irdl_op_definition

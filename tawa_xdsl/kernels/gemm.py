@@ -216,21 +216,24 @@ def grid(m: int, n: int, config: Config) -> tuple[int, int, int]:
 
 
 def _config(
-    bn: int, d: int, p: int, persistent: bool, epilogue: str, bk: int = 64, group_m: int = 8
-) -> Config:
+    bn: int, d: int, p: int, persistent: bool, epilogue: str, bk: int = 64, group_m: int = 8,
+    consumers: int = 2, ctas_per_sm: int = 1,
+) -> Config:  # fmt: skip
     kwargs = {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": bk}
     if group_m != 8:
         kwargs["GROUP_M"] = group_m
     return Config(
-        kwargs, num_stages=d, mma_depth=p, num_consumer_groups=2, persistent=persistent,
-        epilogue=epilogue,
+        kwargs, num_stages=d, mma_depth=p, num_consumer_groups=consumers, persistent=persistent,
+        epilogue=epilogue, ctas_per_sm=None if ctas_per_sm == 1 else ctas_per_sm,
     )  # fmt: skip
 
 
-# What bench/gemm.py tunes over for f16/bf16 (two cooperating consumers throughout): the
-# TMA-store epilogue, persistent, on 128x128 and 128x256 tiles (D = 3 for 128x256: the 64 KiB
-# staging buffer and three 48 KiB stages fill the 227 KiB of smem). The configs that never won
-# in the 2026-11-30 runs (st.global epilogues, non-persistent) are gone, as measured in
+# What bench/gemm.py tunes over for f16/bf16: the TMA-store epilogue, persistent, on 128x128
+# and 128x256 tiles with two cooperating consumers (D = 3 for 128x256: the 64 KiB staging
+# buffer and three 48 KiB stages fill the 227 KiB of smem), and two CTAs per SM of one
+# consumer each on 128x128 tiles (2-deep rings beside the 32 KiB staging in each half of the
+# SM), so that one CTA's epilogue runs under the other's MMAs. The configs that never won in
+# the 2026-11-30 runs (st.global epilogues, non-persistent) are gone, as measured in
 # bench/NOTES.md; the GROUP_M = 4 / 16 variants of the winner test the tile order.
 GEMM_CONFIGS = [
     _config(128, 4, 1, True, "tma"),
@@ -239,6 +242,8 @@ GEMM_CONFIGS = [
     _config(256, 3, 2, True, "tma"),
     _config(256, 3, 2, True, "tma", group_m=4),
     _config(256, 3, 2, True, "tma", group_m=16),
+    _config(128, 2, 1, True, "tma", consumers=1, ctas_per_sm=2),
+    _config(128, 3, 1, True, "global", consumers=1, ctas_per_sm=2),
 ]
 
 # FP8 (e4m3 in, bf16 out): BLOCK_K = 128 (one 128-byte swizzled row of 1-byte elements per
@@ -250,6 +255,8 @@ FP8_GEMM_CONFIGS = [
     _config(256, 3, 1, True, "tma", bk=128),
     _config(256, 3, 2, True, "tma", bk=128),
     _config(256, 3, 2, True, "tma", bk=128, group_m=16),
+    _config(128, 2, 1, True, "tma", bk=128, consumers=1, ctas_per_sm=2),
+    _config(128, 3, 1, True, "global", bk=128, consumers=1, ctas_per_sm=2),
 ]
 
 

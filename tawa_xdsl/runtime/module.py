@@ -117,6 +117,14 @@ class Kernel:
     def registers(self) -> int:
         return self.attribute("NUM_REGS")
 
+    def resident_blocks(self, threads: int, shared_bytes: int) -> int:
+        """How many blocks of `threads` threads and `shared_bytes` of dynamic shared memory
+        one SM holds at once (the driver's occupancy calculator)."""
+        self.reserve_shared_memory(shared_bytes)
+        return int(
+            call("cuOccupancyMaxActiveBlocksPerMultiprocessor", self.handle, threads, shared_bytes)
+        )
+
     def reserve_shared_memory(self, nbytes: int) -> None:
         """Raise the dynamic shared-memory limit to `nbytes` (needed above 48 KiB)."""
         if nbytes <= self.shared_limit:

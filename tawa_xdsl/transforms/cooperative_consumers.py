@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError
 from tawa_xdsl.dialects import aref, tile
-from tawa_xdsl.transforms.set_registers import SM_THREAD_REGISTERS, consumers_take_the_rest
+from tawa_xdsl.transforms.set_registers import fit_registers
 from tawa_xdsl.transforms.ws_utils import consumer_groups, error, find_kernel
 
 PASS = "cooperative-consumers"
@@ -275,11 +275,3 @@ class CooperativeConsumersPass(ModulePass):
         for specialize in kernel.walk():
             if isinstance(specialize, aref.WarpSpecializeOp):
                 fit_registers(specialize)
-
-
-def fit_registers(specialize: aref.WarpSpecializeOp) -> None:
-    """Budgets the SM can hold: unchanged where they fit, else the producer at the minimum and
-    the consumers sharing the rest (multiples of 8)."""
-    groups = specialize.groups()
-    if sum(g.registers.value.data * g.num_warpgroups for g in groups) > SM_THREAD_REGISTERS:
-        consumers_take_the_rest(specialize)

@@ -33,6 +33,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 
 from tawa_xdsl.dialects import aref
 from tawa_xdsl.dialects.aref import CONSUMER_REGISTERS, PRODUCER_REGISTERS, ROLE_ATTR, Role
+from tawa_xdsl.transforms.set_registers import fit_registers
 from tawa_xdsl.transforms.ws_utils import (
     BOTH,
     CONSUMER,
@@ -199,6 +200,7 @@ def distribute_kernel(kernel: func.FuncOp) -> None:
     for create in creates:
         create.attributes.pop(ROLE_ATTR, None)
     Rewriter.insert_op(specialized, InsertPoint.before(terminator))
+    fit_registers(specialized)  # the defaults over a CTA's share when CTAs share an SM
     terminator.attributes.pop(ROLE_ATTR, None)
     for group in groups:
         region_dce(group.body)

@@ -11,7 +11,8 @@ big as one K and one V slot at d = 128). Later passes read the depth from the ri
 
 With `stages` unset the depth is fitted to shared memory: the deepest D up to
 `DEFAULT_MAX_STAGES` whose rings, and with `epilogue=tma` the staging buffers of the TMA
-stores (`smem_budget.staging_needs`), fit one sm_90 block. A depth that does not fit (given,
+stores (`smem_budget.staging_needs`), fit one sm_90 block (one of the kernel's
+`tawa.ctas_per_sm` blocks sharing an SM: `nvgpu.cta_smem_limit`). A depth that does not fit (given,
 or 1) is refused here in one line, before any proof or lowering runs.
 
 Ping-pong (two consumer warpgroups taking MMA turns, lower-to-nvgpu's `pingpong`) needs
@@ -42,7 +43,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import aref
-from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
+from tawa_xdsl.dialects.nvgpu import cta_smem_limit, ctas_per_sm
 from tawa_xdsl.transforms.smem_budget import (
     check_shared_memory,
     ring_needs,
@@ -99,7 +100,7 @@ def set_ring_depth(
 
 def _fits(kernel: func.FuncOp, epilogue: str) -> bool:
     staging = staging_needs(kernel) if epilogue == "tma" else []
-    return shared_memory_need(ring_needs(kernel) + staging) <= SM90_MAX_SMEM_BYTES
+    return shared_memory_need(ring_needs(kernel) + staging) <= cta_smem_limit(ctas_per_sm(kernel))
 
 
 def fit_ring_depth(kernel: func.FuncOp, epilogue: str = "global", least: int = 1) -> int:

@@ -18,8 +18,8 @@ warpgroup, the tiles the widest loop carries plus the scores its dots start from
 
 Options: producer, consumer (registers per thread, multiples of 8 in 24..256; the group
 verifier checks each), both or neither. Refused: one budget without the other; budgets the
-SM's register file cannot hold, i.e. (producer * producer warpgroups + consumer * consumer
-warpgroups) * 128 > 65536.
+CTA's share of the register file cannot hold, i.e. (producer * producer warpgroups + consumer *
+consumer warpgroups) * 128 > 65536 / ctas_per_sm (the kernel's `tawa.ctas_per_sm`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tawa_xdsl.dialects import aref, tile
-from tawa_xdsl.dialects.nvgpu import SM_REGISTERS, WARPGROUP_THREADS
+from tawa_xdsl.dialects.nvgpu import WARPGROUP_THREADS, cta_registers
 from tawa_xdsl.transforms.ws_utils import error, find_kernel, own_ops
 
 PASS = "set-registers"
-SM_THREAD_REGISTERS = SM_REGISTERS // WARPGROUP_THREADS  # per-thread registers of all groups
 MIN_REGISTERS = 24  # the least setmaxnreg takes
 # Tiles are about two thirds of what a consumer thread holds: addresses, indices, the softmax's
 # temporaries and the wgmma descriptors take the rest. Calibrated by ptxas 13.0: attention
@@ -77,15 +76,31 @@ def register_demand(group: aref.GroupOp) -> int:
     return math.ceil(max((loop_demand(loop) for loop in loops), default=0) * DEMAND_FACTOR)
 
 
+def thread_registers(specialize: aref.WarpSpecializeOp) -> int:
+    """Per-thread registers all groups of `specialize` may sum to (one thread of each
+    warpgroup): the CTA's share of the SM."""
+    return cta_registers(aref.kernel_ctas_per_sm(specialize)) // WARPGROUP_THREADS
+
+
 def consumers_take_the_rest(specialize: aref.WarpSpecializeOp) -> None:
     """The producer at the minimum, the consumers sharing the rest (multiples of 8)."""
     groups = specialize.groups()
     producers = [g for g in groups if g.role.data == aref.Role.PRODUCER]
-    left = SM_THREAD_REGISTERS - MIN_REGISTERS * sum(g.num_warpgroups for g in producers)
+    left = thread_registers(specialize) - MIN_REGISTERS * sum(g.num_warpgroups for g in producers)
     consumer = left // sum(g.num_warpgroups for g in groups if g not in producers) // 8 * 8
     for group in groups:
         budget = MIN_REGISTERS if group in producers else min(consumer, 256)
         group.registers = IntegerAttr(budget, i32)
+
+
+def fit_registers(specialize: aref.WarpSpecializeOp) -> None:
+    """Budgets the CTA's share of the SM can hold: unchanged where they fit, else the producer
+    at the minimum and the consumers sharing the rest (multiples of 8)."""
+    groups = specialize.groups()
+    if sum(g.registers.value.data * g.num_warpgroups for g in groups) > thread_registers(
+        specialize
+    ):
+        consumers_take_the_rest(specialize)
 
 
 def choose_registers(specialize: aref.WarpSpecializeOp) -> None:
@@ -103,13 +118,16 @@ def set_registers(specialize: aref.WarpSpecializeOp, producer: int, consumer: in
         return producer if group.role.data == aref.Role.PRODUCER else consumer
 
     total = sum(budget(g) * g.num_warpgroups for g in groups) * WARPGROUP_THREADS
-    if total > SM_REGISTERS:
+    pool = thread_registers(specialize) * WARPGROUP_THREADS
+    if total > pool:
         warpgroups = sum(g.num_warpgroups for g in groups)
+        ctas = aref.kernel_ctas_per_sm(specialize)
+        owner = "an SM has" if ctas == 1 else f"each of {ctas} CTAs sharing an SM has"
         raise error(
             specialize,
             PASS,
             f"registers ({producer}, {consumer}) over {warpgroups} warpgroups need {total} "
-            f"registers; an SM has {SM_REGISTERS}",
+            f"registers; {owner} {pool}",
         )
     for group in groups:
         group.registers = IntegerAttr(budget(group), i32)

@@ -26,7 +26,13 @@ from xdsl.ir import Operation, SSAValue
 
 from tawa_xdsl.diagnostics import TawaError, op_location
 from tawa_xdsl.dialects import aref, nvgpu
-from tawa_xdsl.dialects.nvgpu import MBARRIER_BYTES, SM90_MAX_SMEM_BYTES, SMEM_ALIGN
+from tawa_xdsl.dialects.nvgpu import (
+    MBARRIER_BYTES,
+    SMEM_ALIGN,
+    cta_smem_limit,
+    ctas_per_sm,
+    smem_allowance,
+)
 from tawa_xdsl.dialects.tile import StoreOp
 from tawa_xdsl.transforms.to_nvgpu.stores import tma_store_box
 
@@ -125,15 +131,21 @@ def shared_memory_need(needs: list[RingNeed]) -> int:
 
 
 def check_shared_memory(
-    module: ModuleOp, limit: int = SM90_MAX_SMEM_BYTES, epilogue: str = "global"
+    module: ModuleOp, limit: int | None = None, epilogue: str = "global"
 ) -> None:
     """Refuse, in one line naming the rings, a kernel whose rings (and, with the TMA-store
-    `epilogue`, its staging buffers) need more than `limit`."""
+    `epilogue`, its staging buffers) need more than `limit` (by default what one of the
+    kernel's `ctas_per_sm` CTAs may use)."""
     for kernel in [op for op in module.ops if isinstance(op, func.FuncOp)]:
         needs = ring_needs(kernel) + (staging_needs(kernel) if epilogue == "tma" else [])
         total = shared_memory_need(needs)
-        if total <= limit:
+        ctas = ctas_per_sm(kernel)
+        kernel_limit = cta_smem_limit(ctas) if limit is None else limit
+        if total <= kernel_limit:
             continue
+        allowance = (
+            smem_allowance(ctas) if limit is None else f"an sm_90 block may use at most {limit}"
+        )
         rings = sorted((n for n in needs if n.buffers), key=lambda n: -sum(n.buffers))
         place = op_location(rings[0].op if rings else kernel)
         kernel_name = f"@{kernel.sym_name.data}"
@@ -144,6 +156,6 @@ def check_shared_memory(
         what = f"ring {named}" if len(rings) == 1 else f"rings {named}"
         raise SharedMemoryError(
             f"{head} needs {total} bytes of shared memory for {what}; "
-            f"an sm_90 block may use at most {limit}: use fewer stages or smaller blocks",
+            f"{allowance}: use fewer stages or smaller blocks",
             total,
         )

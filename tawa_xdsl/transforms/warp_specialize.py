@@ -26,11 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 from xdsl.passes import ModulePass
 
 from tawa_xdsl.diagnostics import verify_module
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.nvgpu import CTAS_PER_SM_ATTR, MAX_CTAS_PER_SM
 from tawa_xdsl.transforms.cooperative_consumers import CooperativeConsumersPass
 from tawa_xdsl.transforms.distribute import DistributePass
 from tawa_xdsl.transforms.insert_aref import InsertArefPass
@@ -42,6 +43,7 @@ from tawa_xdsl.transforms.ring_depth import RingDepthPass
 from tawa_xdsl.transforms.smem_budget import check_shared_memory
 from tawa_xdsl.transforms.software_pipeline import SoftwarePipelinePass
 from tawa_xdsl.transforms.split_masked_loops import SplitMaskedLoopsPass
+from tawa_xdsl.transforms.ws_utils import error, find_kernel
 
 __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
 
@@ -70,6 +72,10 @@ class WarpSpecializePass(ModulePass):
       pingpong: bool = False     lower-to-nvgpu's ping-pong turns (ring-depth: D >= 2).
       split_loops: bool = True   split loops where their masks stop holding (the iterations
                                  before without the selects, see split-masked-loops).
+      ctas_per_sm: int = 1       CTAs sharing each SM (1..4), written on the kernel as
+                                 `tawa.ctas_per_sm`: ring-depth, cooperative-consumers and
+                                 set-registers fit one CTA's share of shared memory and
+                                 registers, the printer asks ptxas for that occupancy.
     """
 
     name = "tawa-warp-specialize"
@@ -84,8 +90,18 @@ class WarpSpecializePass(ModulePass):
     pingpong: bool = False
     split_loops: bool = True
     tile_order: str = "xyz"
+    ctas_per_sm: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernel = find_kernel(op, self.name)
+        if not 1 <= self.ctas_per_sm <= MAX_CTAS_PER_SM:
+            raise error(
+                kernel,
+                self.name,
+                f"ctas-per-sm must be 1..{MAX_CTAS_PER_SM}, got {self.ctas_per_sm}",
+            )
+        if self.ctas_per_sm > 1:
+            kernel.attributes[CTAS_PER_SM_ATTR] = IntegerAttr(self.ctas_per_sm, i32)
         passes: list[ModulePass] = [SplitMaskedLoopsPass()] if self.split_loops else []
         passes += [PersistentPass(order=self.tile_order)] if self.persistent else []
         passes += [

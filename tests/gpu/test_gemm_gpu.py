@@ -37,6 +37,12 @@ COMBOS = [
     CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=True, epilogue="tma"),
     CompileOptions(stages=3, mma_depth=1, consumers=1, persistent=False, epilogue="tma"),
     CompileOptions(stages=2, mma_depth=1, consumers=2, persistent=False, epilogue="tma"),
+    # two CTAs per SM, one consumer each (persistent: 2 programs per SM)
+    CompileOptions(
+        stages=2, mma_depth=1, consumers=1, persistent=True, epilogue="tma", ctas_per_sm=2
+    ),
+    CompileOptions(stages=3, mma_depth=1, consumers=1, persistent=True, ctas_per_sm=2),
+    CompileOptions(stages=2, mma_depth=1, consumers=1, persistent=False, ctas_per_sm=2),
 ]
 # 128x256 tiles (as bench/gemm.py tunes): two cooperating 64x256 consumers
 WIDE = [
@@ -74,6 +80,7 @@ def run_gemm(
     COMBOS,
     ids=lambda o: (
         f"D{o.stages}P{o.mma_depth}C{o.consumers}{'p' if o.persistent else ''}-{o.epilogue}"
+        f"{f'-x{o.ctas_per_sm}' if o.ctas_per_sm > 1 else ''}"
     ),
 )
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
@@ -106,6 +113,12 @@ FP8 = [
     (128, CompileOptions(stages=4, mma_depth=2, consumers=2, persistent=False)),
     (256, CompileOptions(stages=3, mma_depth=1, consumers=2, persistent=True, epilogue="tma")),
     (256, CompileOptions(stages=3, mma_depth=2, consumers=2, persistent=True, epilogue="tma")),
+    (
+        128,
+        CompileOptions(
+            stages=2, mma_depth=1, consumers=1, persistent=True, epilogue="tma", ctas_per_sm=2
+        ),
+    ),
 ]
 FP8_SHAPES = [
     (256, 256, 256),
@@ -128,6 +141,7 @@ def compiled_fp8(block_n: int, options: CompileOptions) -> CompiledKernel:
     FP8,
     ids=lambda v: (
         f"D{v.stages}P{v.mma_depth}{'p' if v.persistent else ''}-{v.epilogue}"
+        f"{f'-x{v.ctas_per_sm}' if v.ctas_per_sm > 1 else ''}"
         if isinstance(v, CompileOptions)
         else f"BN{v}"
     ),
@@ -163,3 +177,25 @@ def test_every_option_combination(options):
     err, unwritten = run_gemm(compiled("f16", options), 300, 200, 136, DTYPES["f16"])
     assert unwritten == 0
     assert err < 1e-2, f"relative error {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["tma", "global"])
+def test_two_ctas_share_each_sm(epilogue):
+    """A kernel compiled for two CTAs per SM gets them: the driver's occupancy calculator
+    places two blocks of its threads and shared memory on one SM (one without the option,
+    the same tile with the 232-register consumer of a single CTA), and the persistent
+    launch starts two programs per SM."""
+    from tawa_xdsl.runtime.driver import require_gpu
+    from tawa_xdsl.runtime.launch import device_sms
+    from tawa_xdsl.runtime.module import load_kernel
+
+    shared = CompileOptions(stages=2, mma_depth=1, consumers=1, persistent=True,
+                            epilogue=epilogue, ctas_per_sm=2)  # fmt: skip
+    alone = dataclasses.replace(shared, ctas_per_sm=1, stages=4)
+    for options, blocks in ((shared, 2), (alone, 1)):
+        kernel = compiled("bf16", options)
+        loaded = load_kernel(kernel.ptx, kernel.name)
+        assert loaded.resident_blocks(kernel.threads, kernel.smem_bytes) == blocks
+    sms = device_sms(require_gpu())
+    assert compiled("bf16", shared).grid(4096)[0] == (2 * sms, 1, 1)

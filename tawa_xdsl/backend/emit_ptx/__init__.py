@@ -31,7 +31,7 @@ from tawa_xdsl.backend.emit_ptx.kernel import (
     SmemPlan,
     kernel_params,
 )
-from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
+from tawa_xdsl.dialects.nvgpu import cta_smem_limit, ctas_per_sm, smem_allowance
 
 HANDLERS = CONTROL.merged(
     mbarrier.HANDLERS,
@@ -60,11 +60,11 @@ def emit_ptx(module: ModuleOp) -> str:
     if not kernels:
         raise EmitError("emit-ptx: the module has no func.func kernel")
     for kernel in kernels:
-        need = SmemPlan.of(kernel).bytes
-        if need > SM90_MAX_SMEM_BYTES:
+        need, ctas = SmemPlan.of(kernel).bytes, ctas_per_sm(kernel)
+        if need > cta_smem_limit(ctas):
             raise EmitError(
-                f"emit-ptx: @{kernel.sym_name.data} needs {need} bytes of shared memory; an "
-                f"sm_90 block may use at most {SM90_MAX_SMEM_BYTES}"
+                f"emit-ptx: @{kernel.sym_name.data} needs {need} bytes of shared memory; "
+                f"{smem_allowance(ctas)}"
             )
     texts = [KernelPrinter(kernel, HANDLERS).print() for kernel in kernels]
     header_end = texts[0].index(".visible")

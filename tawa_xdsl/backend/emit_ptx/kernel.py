@@ -54,6 +54,7 @@ from tawa_xdsl.dialects.nvgpu import (
     FragmentType,
     MBarrierType,
     SmemType,
+    ctas_per_sm,
 )
 from tawa_xdsl.dialects.tile import DescType
 
@@ -477,6 +478,7 @@ class KernelPrinter:
             max_threads=threads.value.data,
             body=self.b,
             uses_setmaxnreg=uses_setmaxnreg,
+            ctas_per_sm=ctas_per_sm(self.kernel),
         ).render()
 
     def _prologue(self) -> None:

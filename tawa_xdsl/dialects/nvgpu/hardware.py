@@ -3,6 +3,11 @@
 Section numbers refer to `reference/hopper-ptx.md`.
 """
 
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Operation
+
 WARPGROUP_THREADS = 128  # 4 warps of 32 threads run one wgmma (§4.2, §5)
 WARP_THREADS = 32
 WARPGROUP_ROWS = 64  # rows of one wgmma instruction (m64), i.e. of one warpgroup
@@ -32,9 +37,45 @@ SWIZZLE_ROW_SHIFT = 7  # ... XORing chunk bits [4:6] with address bits [7:9] (§
 SWIZZLE_REPEAT_ROWS = 8  # the pattern repeats every 8 rows of the span
 SMEM_ALIGN = 1024  # every buffer starts on the 128B-swizzle repeat (§3.1)
 SM90_MAX_SMEM_BYTES = 232448  # dynamic smem one block may use on sm_90 (227 KiB, opt-in)
+SM90_SMEM_PER_SM = 233472  # shared memory of one SM (228 KiB), split among its resident CTAs
+SMEM_RESERVED_PER_CTA = 1024  # what the system takes of it for each resident CTA
+MAX_CTAS_PER_SM = 4  # the most CTAs a kernel may ask to share an SM (`ctas_per_sm`)
 
 MIN_SETMAXNREG, MAX_SETMAXNREG = 24, 256  # setmaxnreg takes a multiple of 8 in 24..256 (§5)
 SM_REGISTERS = 65536  # 32-bit registers of one SM, shared by the CTA's warpgroups (§5)
+
+
+# The kernel attribute asking for that many CTAs to share each SM (absent: one). Set by the
+# first pass and kept at every level: the budgets of registers and shared memory divide by it,
+# the printer asks ptxas for it (`.minnctapersm`), a persistent launch starts that many
+# programs per SM.
+CTAS_PER_SM_ATTR = "tawa.ctas_per_sm"
+
+
+def ctas_per_sm(kernel: Operation) -> int:
+    """The CTAs `kernel` (a func.func) asks to share each SM: its `CTAS_PER_SM_ATTR`, or 1."""
+    value = kernel.attributes.get(CTAS_PER_SM_ATTR)
+    return value.value.data if isinstance(value, IntegerAttr) else 1
+
+
+def cta_smem_limit(ctas_per_sm: int) -> int:
+    """Dynamic shared memory one CTA may use when `ctas_per_sm` CTAs share an SM."""
+    return min(SM90_MAX_SMEM_BYTES, SM90_SMEM_PER_SM // ctas_per_sm - SMEM_RESERVED_PER_CTA)
+
+
+def smem_allowance(ctas_per_sm: int) -> str:
+    """How much one CTA may use, as error messages say it."""
+    limit = cta_smem_limit(ctas_per_sm)
+    if ctas_per_sm == 1:
+        return f"an sm_90 block may use at most {limit}"
+    return f"each of {ctas_per_sm} CTAs sharing an sm_90 SM may use at most {limit}"
+
+
+def cta_registers(ctas_per_sm: int) -> int:
+    """32-bit registers one CTA's warpgroups share when `ctas_per_sm` CTAs share an SM
+    (setmaxnreg moves registers within a CTA's pool, never between CTAs)."""
+    return SM_REGISTERS // ctas_per_sm
+
 
 # Throughput of one SM per clock (CUDA C++ Programming Guide, compute capability 9.0; the
 # H100/H200 dense peaks over 132 SMs): `ex2.approx` results of the MUFU unit, and wgmma flops

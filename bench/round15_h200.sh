@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Round 15 on the lent H200 (session 14): two CTAs per SM (`ctas_per_sm`) for the GEMM, one
+# consumer warpgroup each on 128 x 128 tiles, so that one CTA's epilogue runs under the
+# other's MMAs. Calls of one warm machine (carry carry/wheels carry/ptx):
+#   bench/round15_h200.sh gemm OUT   the GEMM GPU tests (the 2-CTA options among them, and the
+#                                    occupancy check), then GEMM bf16 and fp8 against cuBLAS
+#                                    and Triton's persistent TMA matmul, every config timed
+#   bench/round15_h200.sh tests OUT  every GPU test (8 shards)
+set -uo pipefail
+what="${1:?usage: bench/round15_h200.sh gemm|tests OUT_DIR}"
+out="${2:?usage: bench/round15_h200.sh gemm|tests OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+if [ "$what" = gemm ]; then
+    step gemm_tests 200 python3 -m pytest -p no:cacheprovider -m gpu -x -q tests/gpu/test_gemm_gpu.py
+    step gemm 400 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
+else
+    all_gpu_tests "${TEST_SECONDS_R15:-480}"
+fi
