@@ -5,6 +5,9 @@
 #   bench/round15_h200.sh gemm OUT   the GEMM GPU tests (the 2-CTA options among them, and the
 #                                    occupancy check), then GEMM bf16 and fp8 against cuBLAS
 #                                    and Triton's persistent TMA matmul, every config timed
+#   bench/round15_h200.sh smallk OUT GEMM bf16 at K = 64..512 (time per tile against K), and
+#                                    ncu of the 128 x 256 tile at K = 256 (stall sampling per
+#                                    SASS instruction: where the consumers wait)
 #   bench/round15_h200.sh tests OUT  every GPU test (8 shards)
 set -uo pipefail
 what="${1:?usage: bench/round15_h200.sh gemm|tests OUT_DIR}"
@@ -14,6 +17,16 @@ source bench/device_env.sh
 if [ "$what" = gemm ]; then
     step gemm_tests 200 python3 -m pytest -p no:cacheprovider -m gpu -x -q tests/gpu/test_gemm_gpu.py
     step gemm 400 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
+elif [ "$what" = smallk ]; then
+    step gemm_smallk 200 python3 bench/gemm.py --dtypes bf16 --no-triton \
+        --ks 64,128,192,256,320,384,448,512 --out "$out/gemm_smallk.json"
+    ncu=/usr/local/cuda/bin/ncu
+    step ncu_k256 200 "$ncu" --set full --import-source yes --kernel-name regex:gemm \
+        --launch-skip 1 --launch-count 1 -f -o "$out/gemm_k256" \
+        python3 bench/gemm_probe.py --config 2 --k 256
+    step ncu_k256_source 100 "$ncu" -i "$out/gemm_k256.ncu-rep" --page source --csv \
+        --print-source sass
+    step ncu_k256_details 100 "$ncu" -i "$out/gemm_k256.ncu-rep" --page details
 else
     all_gpu_tests "${TEST_SECONDS_R15:-480}"
 fi
