@@ -8,6 +8,9 @@
 #   bench/round15_h200.sh smallk OUT GEMM bf16 at K = 64..512 (time per tile against K), and
 #                                    ncu of the 128 x 256 tile at K = 256 (stall sampling per
 #                                    SASS instruction: where the consumers wait)
+#   bench/round15_h200.sh epilogue OUT  the 128 x 256 configs with one staging barrier per
+#                                    consumer warpgroup edited into the PTX, timed beside the
+#                                    printed PTX (an experiment: bench/gemm_epilogue_ab.py)
 #   bench/round15_h200.sh tests OUT  every GPU test (8 shards)
 set -uo pipefail
 what="${1:?usage: bench/round15_h200.sh gemm|tests OUT_DIR}"
@@ -17,6 +20,8 @@ source bench/device_env.sh
 if [ "$what" = gemm ]; then
     step gemm_tests 200 python3 -m pytest -p no:cacheprovider -m gpu -x -q tests/gpu/test_gemm_gpu.py
     step gemm 400 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
+elif [ "$what" = epilogue ]; then
+    step gemm_epilogue_ab 300 python3 bench/gemm_epilogue_ab.py --out "$out/gemm_epilogue_ab.json"
 elif [ "$what" = smallk ]; then
     step gemm_smallk 200 python3 bench/gemm.py --dtypes bf16 --no-triton \
         --ks 64,128,192,256,320,384,448,512 --out "$out/gemm_smallk.json"
