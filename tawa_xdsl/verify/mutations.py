@@ -1294,6 +1294,18 @@ def store_wait_pending_one(m: ModuleOp) -> None:
     wait.properties["pending"] = IntegerAttr(1, i32)
 
 
+def staging_slots_shared(m: ModuleOp) -> None:
+    """Every consumer warpgroup writes and TMA-stores the first warpgroup's staging slots (the
+    warpgroup's first slot, `local * slabs`, becomes 0)."""
+    slot = _staging_writes(m)[0].slot  # type: ignore[attr-defined]
+    first = slot.owner
+    if not isinstance(first, arith.MuliOp):
+        raise NotApplicable("the staging slot is not the warpgroup's multiple of its slabs")
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    Rewriter.insert_op(zero, InsertPoint.before(first))
+    first.operands[1] = zero.result
+
+
 def staging_barrier_renumbered(m: ModuleOp) -> None:
     """Safe: the staging barrier uses another free id (both of its syncs)."""
     used = {op.barrier_id.value.data for op in m.walk() if hasattr(op, "barrier_id")}
@@ -1670,6 +1682,7 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation("store_wait_dropped", "tma_store_wait", store_wait_dropped),
         Mutation("store_wait_at_exit_dropped", "tma_store_wait", store_wait_at_exit_dropped),
         Mutation("store_wait_pending_one", "tma_store_wait", store_wait_pending_one),
+        Mutation("staging_slots_shared", "named barriers", staging_slots_shared),
         Mutation("staging_barrier_renumbered", "safe", staging_barrier_renumbered, broken=False),
         Mutation(
             "hand_off_guard_dropped",

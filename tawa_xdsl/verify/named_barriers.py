@@ -28,7 +28,9 @@ per warpgroup, and proves:
   warpgroup may still read it (a `tma_store_wait 0` in the storing thread, then a named
   barrier the writers take part in, since the last commit), and every warpgroup ends with
   no store group in flight: an abstract interpretation of each warpgroup's program, to a
-  fixpoint over every loop (so for every trip count);
+  fixpoint over every loop (so for every trip count); each staging slot is written and
+  stored by one warpgroup only (its slot index a function of the warpgroup index), so the
+  writers of what a warpgroup's TMA store reads are that warpgroup's threads;
 * turns with the rings: no cycle of named-barrier turns and mbarrier waits (a consumer
   blocked on its turn while the other waits for a ring use that only the first one frees):
   every warpgroup's ring ops (read as `compose.py` reads them, on the per-ring proofs'
@@ -159,6 +161,7 @@ class Program:
     name: str
     group: int
     items: list = field(default_factory=list)
+    index: int = 0  # the warpgroup index
 
 
 # ------------------------------------------------------------------------------ extraction
@@ -364,7 +367,7 @@ def programs(module: ModuleOp) -> list[Program]:
         for k in range(group.count):
             walker = _Walker(wg, first + k, staging)
             items = walker.block(group.body, [], None)
-            out.append(Program(f"{group.role}.wg{first + k}", group.index, items))
+            out.append(Program(f"{group.role}.wg{first + k}", group.index, items, first + k))
         first += group.count
     return out
 
@@ -1460,6 +1463,30 @@ def _step(ev: Event, s: Staging) -> Staging:
     return s
 
 
+def check_staging_owners(module: ModuleOp, progs: list[Program]) -> None:
+    """Every staging slot is one warpgroup's: the slots each warpgroup writes and TMA-stores
+    (computed from the warpgroup index alone) are no other warpgroup's, so that its own
+    threads' barrier orders every write its TMA store reads."""
+    wg = next((op.result for op in module.walk() if isinstance(op, nvgpu.WarpgroupIndexOp)), None)
+    owners: dict[tuple[int, int], tuple[str, Operation]] = {}
+    for prog in progs:
+        for ev in _events(prog.items):
+            if ev.kind not in ("write", "store"):
+                continue
+            slot = None if wg is None else _warpgroup_value(ev.op.slot, wg, prog.index)
+            if slot is None:
+                raise fail(ev.op, "staging slot not computed from the warpgroup index alone "
+                           "(whose slot it is is not modelled)")  # fmt: skip
+            key = (id(ev.op.buf), slot)
+            other = owners.setdefault(key, (prog.name, ev.op))
+            if other[0] != prog.name:
+                raise NamedBarrierViolation(
+                    f"{_loc(ev.op)}: staging slot {slot} is {prog.name}'s and {other[0]}'s "
+                    f"(also at {_loc(other[1])}): one warpgroup's barrier does not order the "
+                    "other's writes before its TMA store reads the slot"
+                )
+
+
 def check_staging(progs: list[Program]) -> None:
     for prog in progs:
         end = _stage(prog.items, Staging())
@@ -1556,4 +1583,5 @@ def check_named(module: ModuleOp) -> int:
     check_turns(progs)
     check_ring_turns(module, progs)
     check_staging(progs)
+    check_staging_owners(module, progs)
     return len({e.ident for p in progs for e in _events(p.items) if e.kind in ("sync", "arrive")})

@@ -85,6 +85,7 @@ PLAN: dict[str, list[str]] = {
     "store_wait_dropped": ["tma_pgemm"],
     "store_wait_at_exit_dropped": [*STAGING, TMA_ROW_SUMS_IF],
     "store_wait_pending_one": ["tma_pgemm"],
+    "staging_slots_shared": [*STAGING],
     "staging_barrier_renumbered": [*STAGING, TMA_ROW_SUMS_IF],
     "hand_off_guard_dropped": HAND_OFF,
     "turn_after_lookahead": HAND_OFF,
