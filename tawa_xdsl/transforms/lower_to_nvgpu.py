@@ -160,13 +160,10 @@ def lower_warp_specialize(
     """Replace the groups by an `scf.if` chain on the warpgroup index; return #warpgroups.
     TMA-stored descriptors and their new block type (the TMA box) are added to `boxes`."""
     groups = sorted(specialize.groups(), key=lambda g: g.role.data != aref.Role.PRODUCER)
-    consumer_threads = WARPGROUP_THREADS * sum(
-        g.num_warpgroups for g in groups if g.role.data != aref.Role.PRODUCER
-    )
     boxes = {} if boxes is None else boxes
     base, branches = 0, []
     for group in groups:
-        ops = lower_group(group, base, threads, epilogue, consumer_threads, boxes, pingpong)
+        ops = lower_group(group, base, threads, epilogue, boxes, pingpong)
         branches.append((base, group.num_warpgroups, ops))
         base += group.num_warpgroups
     chain: list[Operation] = branches[-1][2]
@@ -183,7 +180,6 @@ def lower_group(
     base: int,
     threads: Threads,
     epilogue: str = "global",
-    consumer_threads: int = WARPGROUP_THREADS,
     boxes: dict[SSAValue, DescType] | None = None,
     pingpong: bool = False,
 ) -> list[Operation]:
@@ -203,8 +199,7 @@ def lower_group(
         staging = None
         if epilogue == "tma":
             staging = TmaEpilogue(
-                threads, base, group.num_warpgroups, consumer_threads,
-                {} if boxes is None else boxes, body,
+                threads, base, group.num_warpgroups, {} if boxes is None else boxes, body,
             )  # fmt: skip
         consumers = ConsumerLowering(threads, staging, pingpong, group.num_warpgroups)
         consumers.block(body)

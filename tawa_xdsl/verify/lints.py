@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
@@ -84,8 +84,11 @@ class _GroupLinter:
             self.unfenced.append(op)
         elif isinstance(op, nvgpu.FenceProxyAsyncOp):
             self.unfenced = []
+        elif isinstance(op, scf.IfOp) and _warpgroup_branch(op) and _every_arm_syncs(op):
+            self.unsynced = []  # each warpgroup meets its own barrier here
         elif isinstance(op, nvgpu.NamedBarrierSyncOp):
-            self.unsynced = []
+            if not _inside_warpgroup_branch(op):  # there: only where every arm syncs (above)
+                self.unsynced = []
             if isinstance(self.group, aref.GroupOp):
                 want = WARPGROUP_THREADS * self.group.num_warpgroups
                 got = op.threads.value.data
@@ -163,15 +166,54 @@ def _reads(value: SSAValue, kind: type) -> bool:
     return False
 
 
-def _is_region(op: Operation) -> bool:
-    """A warp-group region: `aref.group`, or (after lower-to-nvgpu) `scf.if` on the warpgroup
-    index alone (the elected-thread `scf.if`s also test the thread index)."""
-    if isinstance(op, aref.GroupOp):
-        return True
+def _warpgroup_branch(op: Operation) -> bool:
+    """An `scf.if` inside a group on the warpgroup index alone (not a thread guard)."""
     return (
         isinstance(op, scf.IfOp)
+        and not _is_region(op)
         and _reads(op.cond, nvgpu.WarpgroupIndexOp)
         and not _reads(op.cond, nvgpu.ThreadIndexOp)
+    )
+
+
+def _every_arm_syncs(op: scf.IfOp) -> bool:
+    """Every warpgroup, whichever arm it takes, meets a named barrier in `op`'s arms."""
+
+    def arm(region) -> bool:
+        if not region.blocks:
+            return False
+        ops = list(region.blocks[0].ops)
+        return any(isinstance(o, nvgpu.NamedBarrierSyncOp) for o in ops) or any(
+            _warpgroup_branch(o) and _every_arm_syncs(o)
+            for o in ops  # type: ignore[arg-type]
+        )
+
+    return arm(op.true_region) and arm(op.false_region)
+
+
+def _inside_warpgroup_branch(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not _is_region(parent):
+        if _warpgroup_branch(parent):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _is_region(op: Operation) -> bool:
+    """A warp-group region: `aref.group`, or (after lower-to-nvgpu) a link of the `scf.if`
+    chain that splits the warpgroups into groups, `wg < c`. A branch on the warpgroup index
+    inside a group (`wg - base == k`: one warpgroup's own barrier, a ping-pong turn) is part
+    of the group's program: the named-barrier proof follows each warpgroup through it."""
+    if isinstance(op, aref.GroupOp):
+        return True
+    if not isinstance(op, scf.IfOp) or not isinstance(op.cond.owner, arith.CmpiOp):
+        return False
+    cmp = op.cond.owner
+    return (
+        cmp.predicate.value.data in (2, 6)  # slt, ult
+        and isinstance(cmp.lhs.owner, nvgpu.WarpgroupIndexOp)
+        and isinstance(cmp.rhs.owner, arith.ConstantOp)
     )
 
 

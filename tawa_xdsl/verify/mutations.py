@@ -1238,13 +1238,29 @@ def _store_waits(m: ModuleOp) -> list[Operation]:
     return [op.parent_op() for op in Site(m).ops(nvgpu.TmaStoreWaitOp, "consumer")]  # type: ignore[misc]
 
 
-def staging_sync_dropped(m: ModuleOp) -> None:
-    """The barrier between thread 0's `tma_store_wait` and the staging write is gone."""
-    write = _staging_writes(m)[0]
-    sync = write.prev_op
-    if not isinstance(sync, nvgpu.NamedBarrierSyncOp):
+def _is_staging_barrier(op: Operation | None) -> bool:
+    """A named barrier sync, or the `scf.if` chain on the warpgroup index that gives each
+    consumer warpgroup its own one."""
+    if isinstance(op, nvgpu.NamedBarrierSyncOp):
+        return True
+    return isinstance(op, scf.IfOp) and any(
+        isinstance(o, nvgpu.NamedBarrierSyncOp) for o in op.walk()
+    )
+
+
+def _staging_barrier(m: ModuleOp) -> Operation:
+    """The barrier (or per-warpgroup chain) between thread 0's wait and the staging write."""
+    sync = _staging_writes(m)[0].prev_op
+    if not _is_staging_barrier(sync):
         raise NotApplicable("no barrier before the staging write")
-    Rewriter.erase_op(sync)
+    assert sync is not None
+    return sync
+
+
+def staging_sync_dropped(m: ModuleOp) -> None:
+    """The barrier between thread 0's `tma_store_wait` and the staging write is gone (every
+    warpgroup's)."""
+    Rewriter.erase_op(_staging_barrier(m))
 
 
 def staging_written_before_wait(m: ModuleOp) -> None:
@@ -1258,9 +1274,11 @@ def staging_written_before_wait(m: ModuleOp) -> None:
 
 
 def _after_staging_write(m: ModuleOp, kind: type) -> Operation:
-    """The first op of `kind` between the first staging write and the TMA store."""
+    """The first op of `kind` between the first staging write and the TMA store (for a named
+    barrier sync, also the per-warpgroup chain of them)."""
     op = _staging_writes(m)[0].next_op
-    while op is not None and not isinstance(op, kind):
+    barrier = kind is nvgpu.NamedBarrierSyncOp
+    while op is not None and not (isinstance(op, kind) or (barrier and _is_staging_barrier(op))):
         op = op.next_op
     if op is None:
         raise NotApplicable(f"no {kind.__name__} after the staging write")
@@ -1292,6 +1310,18 @@ def store_wait_pending_one(m: ModuleOp) -> None:
     guard = _store_waits(m)[0]
     wait = next(o for o in guard.walk() if isinstance(o, nvgpu.TmaStoreWaitOp))
     wait.properties["pending"] = IntegerAttr(1, i32)
+
+
+def staging_barriers_merged(m: ModuleOp) -> None:
+    """Every consumer warpgroup meets the first one's staging barrier (each with its own 128
+    threads): one phase can complete with warps of both."""
+    chain = _staging_barrier(m)
+    if not isinstance(chain, scf.IfOp):
+        raise NotApplicable("one staging barrier for the whole group")
+    first = next(o for o in chain.true_region.walk() if isinstance(o, nvgpu.NamedBarrierSyncOp))
+    for op in chain.false_region.walk():
+        if isinstance(op, nvgpu.NamedBarrierSyncOp):
+            _renumber(op, _id(first))
 
 
 def staging_slots_shared(m: ModuleOp) -> None:
@@ -1512,10 +1542,15 @@ def uniform_sync_threads_doubled(m: ModuleOp) -> None:
 
 def staging_sync_one_warpgroup(m: ModuleOp) -> None:
     """The barrier before the staging write is taken by the first consumer warpgroup only:
-    the branch of the second drops it."""
-    sync = _staging_writes(m)[0].prev_op
-    if not isinstance(sync, nvgpu.NamedBarrierSyncOp):
-        raise NotApplicable("no barrier before the staging write")
+    the second's threads may write before its thread 0 waited for its previous TMA store (a
+    persistent kernel's staging is reused tile after tile)."""
+    sync = _staging_barrier(m)
+    if isinstance(sync, scf.IfOp):  # each warpgroup's own: the others' are gone
+        for other in [
+            o for o in sync.false_region.walk() if isinstance(o, nvgpu.NamedBarrierSyncOp)
+        ]:
+            Rewriter.erase_op(other)
+        return
     _in_first_consumer(m, sync)
 
 
@@ -1683,6 +1718,13 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation("store_wait_at_exit_dropped", "tma_store_wait", store_wait_at_exit_dropped),
         Mutation("store_wait_pending_one", "tma_store_wait", store_wait_pending_one),
         Mutation("staging_slots_shared", "named barriers", staging_slots_shared),
+        Mutation(
+            "staging_barriers_merged",
+            "named barriers",
+            staging_barriers_merged,
+            unseen="the interpreter arrives a warpgroup's four warps at once, so a phase of one "
+            "warpgroup's count is never completed by warps of both (the GPU can)",
+        ),  # fmt: skip
         Mutation("staging_barrier_renumbered", "safe", staging_barrier_renumbered, broken=False),
         Mutation(
             "hand_off_guard_dropped",
@@ -1729,7 +1771,13 @@ NAMED_BARRIER_MUTATIONS: dict[str, Mutation] = {
         Mutation(
             "uniform_sync_threads_doubled", "uniform conditions", uniform_sync_threads_doubled
         ),
-        Mutation("staging_sync_one_warpgroup", "uniform conditions", staging_sync_one_warpgroup),
+        Mutation(
+            "staging_sync_one_warpgroup",
+            "tma_store_wait",
+            staging_sync_one_warpgroup,
+            unseen="the interpreter runs a warpgroup's threads in lockstep, so thread 0's "
+            "tma_store_wait holds the other threads back too (on the GPU they write at once)",
+        ),  # fmt: skip
         Mutation(
             "exit_wait_under_negated_condition",
             "uniform conditions",

@@ -22,7 +22,9 @@ MAX_NAMED_BARRIER_ID = 15  # 16 named barriers per CTA, ids 0..15
 # consumer group whose threads read a slot into registers before one thread releases it, and
 # a consumer group exchanging its warps' partials of a reduction along the rows.
 PRODUCER_BARRIER_ID = 1
-EPILOGUE_BARRIER_ID = 2
+# one per consumer warpgroup of a group (at most 3): each waits only for its own threads
+# around its own staging slots, so one warpgroup's epilogue does not hold the others' MMAs
+EPILOGUE_BARRIER_IDS = (2, 7, 8)
 PINGPONG_BARRIER_IDS = (3, 4)
 SLOT_READ_BARRIER_ID = 5  # a consumer group's threads, done reading a slot into registers
 COLUMN_REDUCE_BARRIER_ID = 6  # a consumer group's warpgroups, around their column partials

@@ -6,10 +6,12 @@ stored fragment.
 * `tma`: through smem and a TMA store. Each consumer warpgroup owns a staging buffer of
   128B-swizzled slots of `rows x span` (span = 128 bytes of elements; one slot per column
   slab of its fragment). Per store: thread 0 of each warpgroup waits until its previous TMA
-  store has read the staging slots (`tma_store_wait 0`), the consumers meet on named barrier
-  2 (all consumer threads), every thread writes its fragment (`fragment_store`, conflict-free
-  st.shared), fences the generic proxy (`fence_proxy_async`), the consumers meet again, and
-  thread 0 of each warpgroup issues one TMA store per slab and commits them. Nothing waits
+  store has read the staging slots (`tma_store_wait 0`), the warpgroup's threads meet on its
+  own named barrier (`EPILOGUE_BARRIER_IDS[w]`, 128 threads: no warpgroup waits for another's
+  epilogue, so the others' MMAs run under it), every thread writes its fragment
+  (`fragment_store`, conflict-free st.shared), fences the generic proxy
+  (`fence_proxy_async`), the warpgroup meets again, and its thread 0 issues one TMA store
+  per slab and commits them. Nothing waits
   for the global writes: in persistent kernels they overlap the next tile's main loop. The
   output descriptor is re-blocked to the TMA box `rows x span` (leading unit dims kept: a
   `1 x rows x span` box of a rank-3 descriptor); a descriptor that is also loaded, a tile
@@ -25,7 +27,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import nvgpu, tile
-from tawa_xdsl.dialects.nvgpu import EPILOGUE_BARRIER_ID, FragmentType
+from tawa_xdsl.dialects.nvgpu import EPILOGUE_BARRIER_IDS, WARPGROUP_THREADS, FragmentType
 from tawa_xdsl.dialects.tile import DescType
 from tawa_xdsl.transforms.to_nvgpu.common import Threads, fail, if_op, insert_before, is_tile
 
@@ -92,15 +94,14 @@ class TmaEpilogue:
         threads: Threads,
         base: int,
         warpgroups: int,
-        consumer_threads: int,
         boxes: dict[SSAValue, DescType],
         body: Block,
     ):
         self.threads, self.base, self.warpgroups = threads, base, warpgroups
-        self.consumer_threads = consumer_threads
         self.boxes = boxes
         self.body = body
         self.staging: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}  # desc -> (buf, slot0)
+        self.local: SSAValue | None = None  # the warpgroup's index in the group (n > 1)
 
     def _box(self, op: tile.StoreOp | tile.StoreSliceOp) -> DescType | None:
         """The TMA box `[1, ...,] rows x span` of the store, or None when it keeps st.global."""
@@ -132,7 +133,7 @@ class TmaEpilogue:
             per_wg = arith.ConstantOp(IntegerAttr(slabs, i32))
             slot0 = arith.MuliOp(local, per_wg)
             ops += [offset, local, per_wg, slot0]
-            first = slot0.result
+            first, self.local = slot0.result, local.result
         else:
             first = self.threads.zero
         assert self.body.first_op is not None
@@ -167,13 +168,26 @@ class TmaEpilogue:
             raise fail(op, "stores a tile that is not a register fragment")
         ops: list[Operation] = [
             if_op(is_t0, [nvgpu.TmaStoreWaitOp(0)]),
-            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            *self._meet(),
             nvgpu.FragmentStoreOp(op.value, buf, slot0),
             nvgpu.FenceProxyAsyncOp(),
-            nvgpu.NamedBarrierSyncOp(EPILOGUE_BARRIER_ID, self.consumer_threads),
+            *self._meet(),
             if_op(is_t0, stores),
         ]
         Rewriter.replace_op(op, ops, [])
+
+    def _meet(self) -> list[Operation]:
+        """The warpgroup's threads meet on its own epilogue barrier (an `scf.if` chain on its
+        index in the group when there are several)."""
+        ids = EPILOGUE_BARRIER_IDS[: self.warpgroups]
+        chain: list[Operation] = [nvgpu.NamedBarrierSyncOp(ids[-1], WARPGROUP_THREADS)]
+        for k in reversed(range(len(ids) - 1)):
+            assert self.local is not None
+            index = arith.ConstantOp(IntegerAttr(k, i32))
+            mine = arith.CmpiOp(self.local, index, "eq")
+            sync = nvgpu.NamedBarrierSyncOp(ids[k], WARPGROUP_THREADS)
+            chain = [index, mine, if_op(mine.result, [sync], chain)]
+        return chain
 
     def finish(self) -> None:
         """Before the consumers exit: their last TMA stores have read the staging slots."""

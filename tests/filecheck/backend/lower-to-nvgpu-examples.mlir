@@ -85,14 +85,21 @@
 
 // With `epilogue=tma` the same epilogue ends in the TMA store, as a GEMM's does: the rank-3
 // output descriptor is re-blocked to the box 1x64x64, each consumer warpgroup stages its 64
-// rows in its own slot, and thread 0 of each stores them at (head, its first row, 0).
+// rows in its own slot, meets only its own threads around the write (barrier 2 for the
+// first warpgroup, 7 for the second), and its thread 0 stores them at (head, its first row, 0).
 // TMA:       func.func @attention_causal({{.*}}, %o_desc: !tile.desc<1x64x64xf16>,
 // TMA:       %c_stage = nvgpu.smem_alloc : !nvgpu.smem<2x64x64xf16, swizzle 128>
 // TMA:       %o16 = nvgpu.fragment_convert %o
-// TMA:       nvgpu.named_barrier_sync 2, 256
+// TMA:       nvgpu.named_barrier_sync 2, 128
+// TMA-NEXT:  } else {
+// TMA-NEXT:    nvgpu.named_barrier_sync 7, 128
+// TMA-NEXT:  }
 // TMA-NEXT:  nvgpu.fragment_store %o16, %c_stage[%[[SLOT:.*]]] :
 // TMA-NEXT:  nvgpu.fence_proxy_async
-// TMA-NEXT:  nvgpu.named_barrier_sync 2, 256
+// TMA:       nvgpu.named_barrier_sync 2, 128
+// TMA-NEXT:  } else {
+// TMA-NEXT:    nvgpu.named_barrier_sync 7, 128
+// TMA-NEXT:  }
 // TMA-NEXT:  scf.if %is_t0 {
 // TMA-NEXT:    nvgpu.tma_store %o_desc[%head_1, %{{.*}}, %c0_1], %c_stage[%[[SLOT]]]
 // TMA-NEXT:    nvgpu.tma_store_commit
