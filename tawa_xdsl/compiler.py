@@ -74,10 +74,6 @@ class CompileOptions:
     # 2 for 128 or 256, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
     persistent: bool = False  # one program per SM looping over tiles
-    # CTAs sharing each SM: each fits 1/N of the registers and shared memory, and a persistent
-    # launch starts N programs per SM (two 128 x 128 GEMM CTAs overlap one's epilogue with the
-    # other's MMAs)
-    ctas_per_sm: int = 1
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
     # setmaxnreg per thread, (producer, consumer); None: chosen by set-registers (the groups'
@@ -101,6 +97,10 @@ class CompileOptions:
     # MUFU unit; None: chosen per loop by emulate-exp2 (only where its exp2s keep the MUFU
     # unit busier than its dots keep the tensor cores; none of the library's kernels)
     exp2_emulation: int | None = None
+    # CTAs sharing each SM: each fits 1/N of the registers and shared memory, and a persistent
+    # launch starts N programs per SM (two 128 x 128 GEMM CTAs overlap one's epilogue with the
+    # other's MMAs)
+    ctas_per_sm: int = 1
 
     def __post_init__(self) -> None:
         for option in fields(self):

@@ -38,7 +38,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tawa_xdsl.compiler import SM90_MAX_SMEM_BYTES, CompileOptions, shared_memory_need
+from tawa_xdsl.compiler import CompileOptions, shared_memory_need
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
 from tawa_xdsl.fuzz.check import CPU_LEVELS, Case, Options, Schedule, warp_specialized
 from tawa_xdsl.fuzz.programs import (
     DTYPES,

@@ -14,7 +14,6 @@ import pytest
 import tawa_xdsl.language as tl
 from tawa_xdsl.compiler import (
     LAUNCH_OPTIONS,
-    SM90_MAX_SMEM_BYTES,
     CompileOptions,
     compile_to_ptx,
     options_from_launch,
@@ -23,6 +22,7 @@ from tawa_xdsl.compiler import (
 )
 from tawa_xdsl.diagnostics import TawaError, parse_file
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 from tawa_xdsl.jit import STAGES
 from tawa_xdsl.kernels.attention import attn_fwd, compile_attention

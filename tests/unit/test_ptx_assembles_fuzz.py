@@ -19,13 +19,13 @@ import pytest
 
 from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.compiler import (
-    SM90_MAX_SMEM_BYTES,
     CompileOptions,
     compile_to_ptx,
     shared_memory_need,
 )
 from tawa_xdsl.diagnostics import TawaError, parse_module
 from tawa_xdsl.dialects import make_context
+from tawa_xdsl.dialects.nvgpu import SM90_MAX_SMEM_BYTES
 from tawa_xdsl.fuzz.programs import AttentionProgram, GemmProgram, Program
 from tawa_xdsl.fuzz.strategies import epilogue_chain
 
