@@ -317,9 +317,16 @@ MUTATIONS = [
     Mutation(
         "staging-barrier-count",
         "gemm-persistent-tma",
-        replace_in(r"bar\.sync 2, 256;", r"256;$", "128;", 1),
-        "the staging barrier completes on any four warps of the two warpgroups: a warpgroup's "
-        "elected thread may issue its TMA store before its other warps wrote the staging tile",
+        replace_in(r"bar\.sync 2, 128;", r"128;$", "64;", 1),
+        "the first warpgroup's staging barrier completes on any two of its warps: its elected "
+        "thread may issue its TMA store before its other warps wrote the staging tile",
+    ),
+    Mutation(
+        "staging-barriers-merged",
+        "gemm-persistent-tma",
+        replace_in(r"bar\.sync 7, 128;", r"bar\.sync 7", "bar.sync 2"),
+        "the second warpgroup meets the first one's staging barrier: one phase may complete "
+        "with warps of both, before either warpgroup wrote its whole staging tile",
     ),
     Mutation(
         "pingpong-arrive-wrong-barrier",
