@@ -98,6 +98,16 @@ def replace_in(pattern: str, old: str, new: str, nth: int = 0) -> Callable[[str]
     return lambda ptx: edit(ptx, pattern, lambda line: re.sub(old, new, line, count=1), nth)
 
 
+def replace_every(old: str, new: str) -> Callable[[str], str]:
+    """Replace the regex `old` by `new` on every line matching it."""
+
+    def mutate(ptx: str) -> str:
+        lines_matching(ptx, old)
+        return re.sub(old, new, ptx)
+
+    return mutate
+
+
 def next_slot(pattern: str, stride: int, nth: int = 0) -> Callable[[str], str]:
     """The nth matching instruction's first `[%reg]` address moved by one slot."""
     return replace_in(pattern, r"\[(%\w+)\]", rf"[\1+{stride}]", nth)
@@ -324,9 +334,9 @@ MUTATIONS = [
     Mutation(
         "staging-barriers-merged",
         "gemm-persistent-tma",
-        replace_in(r"bar\.sync 7, 128;", r"bar\.sync 7", "bar.sync 2"),
-        "the second warpgroup meets the first one's staging barrier: one phase may complete "
-        "with warps of both, before either warpgroup wrote its whole staging tile",
+        replace_every(r"bar\.sync 7, 128;", "bar.sync 2, 128;"),
+        "the second warpgroup meets the first one's staging barrier, before and after its "
+        "writes: one phase may complete with warps of both, before either wrote its whole tile",
     ),
     Mutation(
         "pingpong-arrive-wrong-barrier",
