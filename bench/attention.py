@@ -254,13 +254,12 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             continue
         launch = kernel.prepare(rows, q, k, v, o, seq, sm_scale)
         measure(row, name, launch, ref, out=lambda: o.view_as(ref))
-        before = Path(args.before or "") / ptx_name(d, dtype, causal, heads // kv_heads)
+        form = (heads // kv_heads, chosen["block_m"], chosen["persistent"])
+        before = Path(args.before or "") / ptx_name(d, dtype, causal, *form)
         if name == "ours" and args.before and before.exists():
-            # the other tree printed one program per row block: its launch is that form's
-            per_tile = compile_attention(d, dtype, causal, rotate=True, pingpong=pingpong,
-                                         split=True, **{**chosen, "persistent": False})  # fmt: skip
-            old = dataclasses.replace(per_tile, ptx=before.read_text())
-            old_launch = old.prepare(grid(seq, batch * heads), q, k, v, o, seq, sm_scale)
+            # the other tree's PTX of this very form, launched as ours is
+            old = dataclasses.replace(kernel, ptx=before.read_text())
+            old_launch = old.prepare(rows, q, k, v, o, seq, sm_scale)
             measure(row, "ours_before", old_launch, ref, out=lambda: o.view_as(ref))
             measure(row, "ours_again", launch)  # A B A: drift shows as ours != ours_again
             if row.get("ours_before") and row.get("ours") and row.get("ours_again"):

@@ -316,8 +316,16 @@ def _unpack_halves(p: KernelPrinter, half: str, dst: list[Reg], src: list[Reg]) 
         p.b.cvt("f32", half, dst[2 * k + 1], hi)
 
 
+# A row's values are folded in this many independent chains, then the chains pairwise: a
+# chain of dependent max.f32 / add.f32 is as long as its values, so one chain of a 128-key
+# row (32 values a thread) is 32 ALU latencies on the softmax's critical path; four are 8 + 2.
+ROW_REDUCE_CHAINS = 4
+
+
 def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
-    """In f32: 16-bit values are widened first and the row results rounded after."""
+    """In f32: 16-bit values are widened first and the row results rounded after. Each row
+    folds its values in `ROW_REDUCE_CHAINS` interleaved chains (value n of a row into chain
+    n mod 4), combined pairwise into the row's register."""
     assert isinstance(op, nvgpu.FragmentRowReduceOp)
     src_ty, dst_ty = frag_type(op.source), frag_type(op.result)
     mnemonic = "max.f32" if str(op.kind.data) == "max" else "add.f32"
@@ -325,14 +333,26 @@ def fragment_row_reduce(p: KernelPrinter, op: Operation) -> None:
     rows = p.frag(op.result)
     dst = [p.b.new("f32") for _ in range(2 * len(rows))] if packed(dst_ty) else rows
     cols = src_ty.get_shape()[1]
-    started: set[int] = set()
+    chains: dict[int, list[Reg]] = {}
+    seen: dict[int, int] = {}
     for i, r in enumerate(src):
         j = WGMMA_ROW.acc_value_row(i, cols)
-        if j in started:
-            p.b.binary(mnemonic, dst[j], dst[j], r)
+        n = seen.get(j, 0)
+        seen[j] = n + 1
+        row_chains = chains.setdefault(j, [])
+        if n < ROW_REDUCE_CHAINS:
+            chain = dst[j] if n == 0 else p.b.new("f32")
+            p.b.mov("f32", chain, r)
+            row_chains.append(chain)
         else:
-            p.b.mov("f32", dst[j], r)
-            started.add(j)
+            chain = row_chains[n % ROW_REDUCE_CHAINS]
+            p.b.binary(mnemonic, chain, chain, r)
+    for row_chains in chains.values():
+        while len(row_chains) > 1:  # pairwise; chain 0 is the row's register
+            half = (len(row_chains) + 1) // 2
+            for k in range(len(row_chains) - half):
+                p.b.binary(mnemonic, row_chains[k], row_chains[k], row_chains[k + half])
+            del row_chains[half:]
     _round_values(p, dst_ty, rows, dst)
 
 

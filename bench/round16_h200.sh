@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Round 16 on the lent H200 (session 16): where ours and FA4's Hopper path spend their cycles
+# (ncu `--set full`, stall sampling per SASS instruction) at d = 128 and d = 64, 2K keys, f16.
+# Also the row reductions folded in four chains (ROW_REDUCE_CHAINS) against one, timed against
+# the PTX of the tree before (bench/attention_ptx.py of that tree into carry/before).
+# Calls of one warm machine, each right after the last (it goes back after 30 idle seconds):
+#   bench/round16_h200.sh ab OUT     FA4's first part stashed (carry carry/wheels carry/ptx
+#                                    carry/fa4a carry/before); the A/B of the reductions,
+#                                    f16, d = 64 and 128, causal and not, 2K and 16K keys;
+#                                    at d = 128 FA4's other choices on ours: 2-deep rings, one
+#                                    program per row block, ping-pong around the issue
+#   bench/round16_h200.sh ours OUT   FA4's second part (carry carry/fa4b); ncu of ours at
+#                                    d = 128 and d = 64
+#   bench/round16_h200.sh fa4 OUT    FA4's last part and install (carry carry/fa4c); ncu of FA4
+#                                    at d = 128 and d = 64
+# Each profile leaves OUT/NAME.log (ncu's details page: speed of light, warp states,
+# instruction mix) and OUT/NAME_source.csv (the source page: samples per SASS instruction).
+set -uo pipefail
+what="${1:?usage: bench/round16_h200.sh ab|ours|fa4 OUT_DIR}"
+out="${2:?usage: bench/round16_h200.sh ab|ours|fa4 OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+ncu=/usr/local/cuda/bin/ncu
+
+profile() {  # profile NAME PROBE_ARGS...: one warm launch of bench/attention_probe.py
+    local name=$1; shift
+    mkdir -p /tmp/ncu
+    timeout 240 "$ncu" --set full --import-source yes --kernel-name regex:'attn_fwd|flash|Flash' \
+        --launch-skip 1 --launch-count 1 -f -o "/tmp/ncu/$name" \
+        python3 bench/attention_probe.py "$@" > "$out/$name.log" 2>&1
+    echo "rc=$?" >> "$out/$name.log"
+    "$ncu" -i "/tmp/ncu/$name.ncu-rep" --page details >> "$out/$name.log" 2>&1
+    "$ncu" -i "/tmp/ncu/$name.ncu-rep" --page source --csv --print-source sass \
+        > "$out/${name}_source.csv" 2>&1
+    grep -E "^rc=|Duration|Registers Per|Executed Ipc A|Issue Slots Busy|Tensor" "$out/$name.log" | head -12
+}
+
+if [ "$what" = ab ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    step chains_ab 300 python3 bench/attention.py --dtypes f16 --seqs 2048,16384 --no-peers \
+        --schedules ours --before carry/before --out "$out/chains_ab.json"
+    step fa4_choices 200 python3 bench/attention.py --dtypes f16 --dims 128 --seqs 2048,16384 \
+        --no-peers --stages 2 --schedules ours,ours_per_tile,ours_pingpong \
+        --out "$out/fa4_choices.json"
+elif [ "$what" = ours ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+    profile ours_d128 --kernel ours --d 128 --seq 2048
+    profile ours_d64 --kernel ours --d 64 --seq 2048
+else
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    profile fa4_d128 --kernel fa4 --d 128 --seq 2048
+    profile fa4_d64 --kernel fa4 --d 64 --seq 2048
+fi
