@@ -13,11 +13,19 @@
 #                                    d = 128 and d = 64
 #   bench/round16_h200.sh fa4 OUT    FA4's last part and install (carry carry/fa4c); ncu of FA4
 #                                    at d = 128 and d = 64
+# After the census (the session's second half):
+#   bench/round16_h200.sh check OUT  FA4's first part (carry carry/wheels carry/ptx carry/fa4a
+#                                    carry/before); ours against the PTX before the session,
+#                                    then every GPU test (8 shards)
+#   bench/round16_h200.sh census OUT FA4's second part (carry carry/fa4b); ncu of ours again
+#   bench/round16_h200.sh peers OUT  FA4's last part and install (carry carry/fa4c); ours and
+#                                    the source launched with no options against FA4 and
+#                                    Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K keys
 # Each profile leaves OUT/NAME.log (ncu's details page: speed of light, warp states,
 # instruction mix) and OUT/NAME_source.csv (the source page: samples per SASS instruction).
 set -uo pipefail
-what="${1:?usage: bench/round16_h200.sh ab|ours|fa4 OUT_DIR}"
-out="${2:?usage: bench/round16_h200.sh ab|ours|fa4 OUT_DIR}"
+what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers OUT_DIR}"
+out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 ncu=/usr/local/cuda/bin/ncu
@@ -35,20 +43,39 @@ profile() {  # profile NAME PROBE_ARGS...: one warm launch of bench/attention_pr
     grep -E "^rc=|Duration|Registers Per|Executed Ipc A|Issue Slots Busy|Tensor" "$out/$name.log" | head -12
 }
 
+ab() {  # ab NAME DIMS: ours against the PTX of carry/before, f16, 2K and 16K keys
+    step "$1" 300 python3 bench/attention.py --dtypes f16 --dims "$2" --seqs 2048,16384 \
+        --no-peers --schedules ours --before carry/before --out "$out/$1.json"
+}
+
 if [ "$what" = ab ]; then
     source bench/fa4_h200.sh stash carry/fa4a
-    step chains_ab 300 python3 bench/attention.py --dtypes f16 --seqs 2048,16384 --no-peers \
-        --schedules ours --before carry/before --out "$out/chains_ab.json"
+    ab chains_ab 64,128
     step fa4_choices 200 python3 bench/attention.py --dtypes f16 --dims 128 --seqs 2048,16384 \
         --no-peers --stages 2 --schedules ours,ours_per_tile,ours_pingpong \
         --out "$out/fa4_choices.json"
 elif [ "$what" = ours ]; then
     source bench/fa4_h200.sh stash carry/fa4b
+    ab chains_ab_d64 64
     profile ours_d128 --kernel ours --d 128 --seq 2048
     profile ours_d64 --kernel ours --d 64 --seq 2048
-else
+elif [ "$what" = fa4 ]; then
     source bench/fa4_h200.sh stash carry/fa4c
     source bench/fa4_h200.sh install
     profile fa4_d128 --kernel fa4 --d 128 --seq 2048
     profile fa4_d64 --kernel fa4 --d 64 --seq 2048
+elif [ "$what" = check ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    ab census_ab 64,128
+    all_gpu_tests "${TEST_SECONDS_R16:-420}"
+elif [ "$what" = census ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+    profile after_d128 --kernel ours --d 128 --seq 2048
+    profile after_d64 --kernel ours --d 64 --seq 2048
+else
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    step attention_peers 540 python3 bench/attention.py --dtypes f16,bf16 \
+        --seqs 1024,2048,4096,16384 --peers fa4,triton \
+        --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
 fi

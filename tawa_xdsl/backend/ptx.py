@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 PTX_VERSION = "8.0"
 PTX_TARGET = "sm_90a"
 
+# mbarrier.try_wait's suspend-time hint, ns: how long a waiting thread may sleep before the
+# wait returns false and loops (CUTLASS's barrier waits use the same 10 ms).
+TRY_WAIT_SUSPEND_NS = 10_000_000
+
 # Register classes: the `.reg` type and the short tag used in register names.
 REG_CLASSES = {"pred": "p", "b16": "h", "b32": "r", "b64": "rd", "f32": "f"}
 
@@ -182,11 +186,19 @@ class PtxBuilder:
         self.emit(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{addr}], {nbytes}", pred)
 
     def mbarrier_try_wait_parity(self, addr: Operand, parity: Operand) -> None:
-        """The wait loop: `try_wait` may time out and return false, so it always loops."""
+        """The wait loop: `try_wait` may time out and return false, so it always loops. The
+        suspend-time hint lets the thread sleep until the phase completes (or the hint's
+        nanoseconds pass) instead of the system's short default: without it the producer's
+        waits for free slots spun ~100 times a load, 8% of the attention kernel's
+        instructions on the H200, issue slots taken from the consumers beside it
+        (bench/NOTES.md, round 16)."""
         label = self.new_label("wait")
         done = self.new("pred")
         self.label(label)
-        self.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{addr}], {parity}")
+        self.emit(
+            f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{addr}], {parity}, "
+            f"{TRY_WAIT_SUSPEND_NS:#x}"
+        )
         self.bra(label, pred=f"!{done}")
 
     def bar_sync(self, barrier_id: int, threads: int | None = None) -> None:

@@ -194,6 +194,7 @@ UNARY: dict[nvgpu.UnaryKind, Callable[[np.ndarray], np.ndarray]] = {
     nvgpu.UnaryKind.ERF: _f32(_erf),
     nvgpu.UnaryKind.NEG: np.negative,
     nvgpu.UnaryKind.ABS: np.abs,
+    nvgpu.UnaryKind.RCP: _f32(lambda x: np.float32(1) / x),
 }
 
 

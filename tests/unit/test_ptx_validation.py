@@ -119,7 +119,7 @@ def flip_parity(nth: int) -> Callable[[str], str]:
     def mutate(ptx: str) -> str:
         lines = ptx.splitlines()
         n = lines_matching(ptx, r"mbarrier\.try_wait\.parity")[nth]
-        parity = lines[n].rstrip(";").split(",")[-1].strip()
+        parity = lines[n].rstrip(";").split(",")[2].strip()  # pred, [addr], parity, hint
         assert parity.startswith("%"), lines[n]
         lines.insert(n - 1, f"    xor.b32 {parity}, {parity}, 1;")  # before the wait's label
         return "\n".join(lines) + "\n"
@@ -209,7 +209,7 @@ MUTATIONS = [
     Mutation(
         "constant-consumer-parity",
         "gemm-persistent-p1",
-        replace_in(r"mbarrier\.try_wait\.parity", r", %\w+;$", ", 0;", 1),
+        replace_in(r"mbarrier\.try_wait\.parity", r", %\w+(, \w+;)$", r", 0\1", 1),
         "parity 0 in every round: from the second ring turn on the wait passes at once",
     ),
     Mutation(

@@ -148,6 +148,7 @@ def _unary_value(p: KernelPrinter, kind: nvgpu.UnaryKind, d: Reg, x: Reg) -> Non
         kinds.TANH: "tanh.approx.f32",
         kinds.NEG: "neg.f32",
         kinds.ABS: "abs.f32",
+        kinds.RCP: "rcp.rn.f32",
     }
     if kind in simple:
         b.emit(f"{simple[kind]} {d}, {x}")

@@ -362,12 +362,14 @@ class UnaryKind(StrEnum):
     ERF = auto()
     NEG = auto()
     ABS = auto()
+    RCP = auto()
 
 
 @irdl_attr_definition
 class UnaryKindAttr(EnumAttribute[UnaryKind], SpacedOpaqueSyntaxAttribute):
     """The function of `nvgpu.fragment_unary`: `exp2`, `log2`, `exp`, `log`, `sqrt`, `rsqrt`,
-    `tanh`, `erf` (f32, approximate as PTX computes them), `neg` or `abs` (exact)."""
+    `tanh`, `erf` (f32, approximate as PTX computes them), `neg`, `abs` or `rcp` (1 / x,
+    rounded to nearest: exact)."""
 
     name = "nvgpu.unary_kind"
 

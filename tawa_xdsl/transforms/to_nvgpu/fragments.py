@@ -303,8 +303,31 @@ def splat(op: tile.SplatOp) -> None:
 
 def binary(op: Operation) -> None:
     """A splat has no layout of its own: one meeting a fragment of another layout (a column
-    vector scaled by a scalar) is splat again in that layout."""
+    vector scaled by a scalar) is splat again in that layout. A division by a broadcast f32
+    vector (softmax's `acc / l_i[:, None]`) divides once per vector value and multiplies:
+    `x * broadcast(rcp(v))`, within 1.5 ulp of the quotient, where the per-value
+    `div.rn.f32` is a dozen instructions and a branch (on the H200 6% of the attention
+    kernel's instructions were its epilogue's divisions; bench/NOTES.md, round 16)."""
     lhs, rhs = (resplat(op, value, other) for value, other in (op.operands, op.operands[::-1]))
+    spread = rhs.owner
+    if (
+        isinstance(op, arith.DivfOp)
+        and isinstance(spread, nvgpu.FragmentBroadcastRowsOp | nvgpu.FragmentBroadcastColumnsOp)
+        and isinstance(spread.source.type, FragmentType)
+        and isinstance(spread.source.type.element_type, Float32Type)
+    ):
+        inverse = nvgpu.FragmentUnaryOp(UnaryKind.RCP, spread.source)
+        count = rhs.type.get_shape()[1 if isinstance(spread, nvgpu.FragmentBroadcastRowsOp) else 0]
+        again = type(spread)(inverse.result, count)
+        product = nvgpu.FragmentBinaryOp(BinaryKind.MUL, lhs, again.result)
+        name = op.results[0].name_hint
+        Rewriter.replace_op(op, [inverse, again, product])
+        divisor = spread.source.name_hint or "divisor"
+        inverse.result.name_hint, again.result.name_hint = f"{divisor}_inv", f"{divisor}_inv_b"
+        product.result.name_hint = name
+        if not spread.result.uses:
+            Rewriter.erase_op(spread)
+        return
     Rewriter.replace_op(op, nvgpu.FragmentBinaryOp(FLOAT_BINARY[type(op)], lhs, rhs))
 
 

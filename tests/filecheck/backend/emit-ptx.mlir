@@ -36,8 +36,9 @@
 // CHECK:      $L_for_{{[0-9]+}}:
 // CHECK:      mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{%r[0-9]+}}], 16384;
 // CHECK:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%r[0-9]+}}], [%tmap_b64_0, {%[[OFFK:r[0-9]+]], %[[C0:r[0-9]+]]}], [{{%r[0-9]+}}];
+// The consumer's wait loops until the phase completes; the thread may sleep up to 10 ms a try.
 // CHECK:      $L_wait_[[W:[0-9]+]]:
-// CHECK-NEXT: mbarrier.try_wait.parity.shared::cta.b64 %[[DONE:p[0-9]+]], [{{%r[0-9]+}}], %{{r[0-9]+}};
+// CHECK-NEXT: mbarrier.try_wait.parity.shared::cta.b64 %[[DONE:p[0-9]+]], [{{%r[0-9]+}}], %{{r[0-9]+}}, 0x989680;
 // CHECK-NEXT: @!%[[DONE]] bra $L_wait_[[W]];
 // CHECK:      wgmma.fence.sync.aligned;
 // CHECK:      or.b64 %desc_b64_0, %desc_b64_0, 0x4000004000010000;

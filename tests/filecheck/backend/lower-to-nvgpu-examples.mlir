@@ -9,7 +9,7 @@
 // mask is one fragment_mask (keys < seq, keys <= query row) that the PTX
 // skips by a uniform branch on unmasked blocks; row max / row sum are per-thread reductions
 // and two butterflies; P feeds the P V wgmma from registers with V read N-major; the epilogue
-// divides by the row sum and stores through the rank-3 descriptor. The key loop as written
+// multiplies by the row sum's reciprocal (one rcp a row, not a division a value) and stores through the rank-3 descriptor. The key loop as written
 // (split-loops=false: split-masked-loops.mlir shows the unmasked blocks split off).
 // RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu' | filecheck %s
 // RUN: tawa-opt %examples/attention_causal.mlir -p 'tawa-warp-specialize{stages=2 mma-depth=2 consumers=2 split-loops=false},lower-aref,lower-to-nvgpu' -t ptx | filecheck %s --check-prefix=PTX
@@ -67,7 +67,9 @@
 // CHECK:         nvgpu.mbarrier_arrive %k3_ring_empty
 
 // Epilogue:
-// CHECK:     %o = nvgpu.fragment_binary div %acc, %l_b
+// CHECK:     %l_inv = nvgpu.fragment_unary rcp %l : !nvgpu.fragment<wgmma_row, 64xf32>
+// CHECK-NEXT: %l_inv_b = nvgpu.fragment_broadcast_rows %l_inv
+// CHECK-NEXT: %o = nvgpu.fragment_binary mul %acc, %l_inv_b
 // CHECK-NEXT: %o16 = nvgpu.fragment_convert %o : !nvgpu.fragment<wgmma_acc, 64x64xf32> -> !nvgpu.fragment<wgmma_acc, 64x64xf16>
 // CHECK:     nvgpu.fragment_store_global %o16, %o_desc[%head_1, %{{.*}}, %c0_1] : !nvgpu.fragment<wgmma_acc, 64x64xf16>, !tile.desc<1x128x64xf16>
 
