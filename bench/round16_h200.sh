@@ -21,11 +21,18 @@
 #   bench/round16_h200.sh peers OUT  FA4's last part and install (carry carry/fa4c); ours and
 #                                    the source launched with no options against FA4 and
 #                                    Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K keys
+#   bench/round16_h200.sh hint OUT   (carry carry/wheels carry/nohint carry/prodhint) ours with
+#                                    the try_wait hint against the same PTX without it, and
+#                                    with it on the producer's waits only
+#   bench/round16_h200.sh fence OUT  (carry carry/wheels carry/fence) ours against the same PTX
+#                                    with a fence.acq_rel.cta in front of the rotated loop's
+#                                    wait for P V(j) (ptxas hoists that wait above the softmax
+#                                    otherwise; the fence keeps it where it was placed)
 # Each profile leaves OUT/NAME.log (ncu's details page: speed of light, warp states,
 # instruction mix) and OUT/NAME_source.csv (the source page: samples per SASS instruction).
 set -uo pipefail
-what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers OUT_DIR}"
-out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers OUT_DIR}"
+what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence OUT_DIR}"
+out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 ncu=/usr/local/cuda/bin/ncu
@@ -43,9 +50,9 @@ profile() {  # profile NAME PROBE_ARGS...: one warm launch of bench/attention_pr
     grep -E "^rc=|Duration|Registers Per|Executed Ipc A|Issue Slots Busy|Tensor" "$out/$name.log" | head -12
 }
 
-ab() {  # ab NAME DIMS: ours against the PTX of carry/before, f16, 2K and 16K keys
+ab() {  # ab NAME DIMS [DIR]: ours against the PTX of DIR (carry/before), f16, 2K and 16K keys
     step "$1" 300 python3 bench/attention.py --dtypes f16 --dims "$2" --seqs 2048,16384 \
-        --no-peers --schedules ours --before carry/before --out "$out/$1.json"
+        --no-peers --schedules ours --before "${3:-carry/before}" --out "$out/$1.json"
 }
 
 if [ "$what" = ab ]; then
@@ -72,6 +79,11 @@ elif [ "$what" = census ]; then
     source bench/fa4_h200.sh stash carry/fa4b
     profile after_d128 --kernel ours --d 128 --seq 2048
     profile after_d64 --kernel ours --d 64 --seq 2048
+elif [ "$what" = fence ]; then
+    ab fence_ab 64,128 carry/fence
+elif [ "$what" = hint ]; then
+    ab hint_ab 64,128 carry/nohint
+    ab producer_hint_ab 64,128 carry/prodhint
 else
     source bench/fa4_h200.sh stash carry/fa4c
     source bench/fa4_h200.sh install
