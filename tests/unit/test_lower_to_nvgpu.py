@@ -118,7 +118,8 @@ def test_attention_output_ends_in_the_tma_store(lse: bool) -> None:
 def test_gemm_with_a_softmax_epilogue(epilogue: str) -> None:
     """A row softmax of the accumulator (column mask, row max, exp2, row sum, division) in a
     GEMM: the same fragment ops as an attention's, after an SS wgmma K loop of MMA depth 2,
-    stored in either form."""
+    stored in either form. The division by the row sum is one reciprocal a row and a
+    multiply a value, no per-value `div.rn.f32`."""
     kernel = compile_to_ptx(gemm_softmax_module(), CompileOptions(3, 2, 2, False, epilogue))
     nvgpu_ir = kernel.ir["nvgpu"]
     for op in (
@@ -126,8 +127,11 @@ def test_gemm_with_a_softmax_epilogue(epilogue: str) -> None:
         "fragment_row_reduce max",
         "shuffle_xor",
         "fragment_broadcast_rows",
+        "fragment_unary rcp",
     ):
         assert f"nvgpu.{op}" in nvgpu_ir, op
+    assert "fragment_binary div" not in nvgpu_ir
+    assert "div.rn.f32" not in kernel.ptx and "rcp.rn.f32" in kernel.ptx
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d)", kernel.ptx) == ["1", "0"]
     assert bool(TMA_STORE.findall(kernel.ptx)) == (epilogue == "tma")
     assert ("st.global" in kernel.ptx) == (epilogue == "global")

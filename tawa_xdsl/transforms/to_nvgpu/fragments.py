@@ -7,8 +7,9 @@ fragment (one value per fragment row); a tile that only feeds dots as A is a
 * `tile.splat` -> `fragment_splat` (splat again in another layout where it meets one);
   `tile.convert` -> `fragment_convert`; a `tile.reshape` of a fragment by unit dims is the
   fragment;
-* `arith` on float tiles -> `fragment_binary`; `math.exp2`/`exp`/`log2`/`log`/`sqrt`/
-  `rsqrt`/`tanh`/`erf`/`absf` and `arith.negf` -> `fragment_unary`; `math.fma` -> a
+* `arith` on float tiles -> `fragment_binary` (a division by a broadcast f32 vector -> the
+  vector's `fragment_unary rcp`, broadcast, and a multiply); `math.exp2`/`exp`/`log2`/`log`/
+  `sqrt`/`rsqrt`/`tanh`/`erf`/`absf` and `arith.negf` -> `fragment_unary`; `math.fma` -> a
   multiply and an add;
 * `tile.reduce` along the row axis (columns, axis 1) -> per-thread `fragment_row_reduce` and
   two `shuffle_xor` steps (lanes 1 and 2 of a quad) combining the partials; along axis 0
