@@ -28,11 +28,14 @@
 #                                    with a fence.acq_rel.cta in front of the rotated loop's
 #                                    wait for P V(j) (ptxas hoists that wait above the softmax
 #                                    otherwise; the fence keeps it where it was placed)
+#   bench/round16_h200.sh gemm OUT   (carry carry/wheels) GEMM bf16 and fp8 against cuBLAS and
+#                                    Triton's persistent TMA matmul (the try_wait hint is in
+#                                    every GEMM's waits too)
 # Each profile leaves OUT/NAME.log (ncu's details page: speed of light, warp states,
 # instruction mix) and OUT/NAME_source.csv (the source page: samples per SASS instruction).
 set -uo pipefail
-what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence OUT_DIR}"
-out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence OUT_DIR}"
+what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence|gemm OUT_DIR}"
+out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 ncu=/usr/local/cuda/bin/ncu
@@ -79,6 +82,8 @@ elif [ "$what" = census ]; then
     source bench/fa4_h200.sh stash carry/fa4b
     profile after_d128 --kernel ours --d 128 --seq 2048
     profile after_d64 --kernel ours --d 64 --seq 2048
+elif [ "$what" = gemm ]; then
+    step gemm "${GEMM_SECONDS:-420}" python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
 elif [ "$what" = fence ]; then
     ab fence_ab 64,128 carry/fence
 elif [ "$what" = hint ]; then
