@@ -190,8 +190,8 @@ class PtxBuilder:
         suspend-time hint lets the thread sleep until the phase completes (or the hint's
         nanoseconds pass) instead of the system's short default: without it the producer's
         waits for free slots spun ~100 times a load, 8% of the attention kernel's
-        instructions on the H200, issue slots taken from the consumers beside it
-        (bench/NOTES.md, round 16)."""
+        instructions on the H200 (its time did not change with the hint: bench/NOTES.md,
+        round 16)."""
         label = self.new_label("wait")
         done = self.new("pred")
         self.label(label)
