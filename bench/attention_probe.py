@@ -18,17 +18,16 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tawa_xdsl.kernels.attention import (  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attention import (  # noqa: E402  (bench/attention.py: the same configurations and forms)
+    DTYPES,
+    HIDDEN,
+    TOKENS,
     compile_attention,
     default_form,
     grid,
     persistent_default,
 )
-
-DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
-TOKENS, HIDDEN = 16384, 2048
 
 
 def main() -> None:
