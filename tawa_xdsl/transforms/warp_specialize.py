@@ -76,6 +76,8 @@ class WarpSpecializePass(ModulePass):
                                  `tawa.ctas_per_sm`: ring-depth, cooperative-consumers and
                                  set-registers fit one CTA's share of shared memory and
                                  registers, the printer asks ptxas for that occupancy.
+      peel: bool = False         with rotate: software-pipeline's peeled last iteration (an
+                                 experiment: tawa-verify does not model it yet).
     """
 
     name = "tawa-warp-specialize"
@@ -91,6 +93,7 @@ class WarpSpecializePass(ModulePass):
     split_loops: bool = True
     tile_order: str = "xyz"
     ctas_per_sm: int = 1
+    peel: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, self.name)
@@ -111,7 +114,8 @@ class WarpSpecializePass(ModulePass):
             DistributePass(),
             CooperativeConsumersPass(consumers=self.consumers),
         ]
-        passes += [SoftwarePipelinePass(rotate=self.rotate)] if self.attention else []
+        if self.attention:
+            passes.append(SoftwarePipelinePass(rotate=self.rotate, peel=self.peel))
         passes += [MmaLagPass(mma_depth=self.mma_depth), PlaceReleasesPass()]
         for p in passes:
             p.apply(ctx, op)
