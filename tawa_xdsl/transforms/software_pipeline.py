@@ -40,8 +40,14 @@ reader of a result, counting the groups issued after it that the reader does not
 read by lower-to-nvgpu. A loop that does not fit (its last dot's result read in the
 iteration, its A operand read from a slot) gets the plain lookahead.
 
+**Peeled** (`peel`, with `rotate`; `rotate_peeled`): the rotated loop runs to `ub - step`
+with QK^T(j+1), P V(j) and the softmax of j + 1 unconditional, and the last iteration's stage
+1 (get V, P V(last), waited for, release V) follows the loop under `lb < ub`: no branch in
+the body, so no path leaves S undefined. tawa-verify does not model it yet and refuses it.
+
 Options:
   rotate: bool = False   the rotated schedule where it fits.
+  peel: bool = False     with rotate: the peeled last iteration.
 
 Refused: input not produced by distribute.
 """
