@@ -402,6 +402,45 @@ def _peel_first(
     return nonempty, loop_inits
 
 
+def _in_flight(ops: Sequence[Operation], mapper: dict[SSAValue, SSAValue]) -> list[Operation]:
+    """Clones of `ops` whose dots are left in flight after their commit."""
+    cloned = _cloned(ops, mapper)
+    for dot in _dots(cloned):
+        dot.attributes[aref.IN_FLIGHT_ATTR] = UnitAttr()
+    return cloned
+
+
+def _rest_for_next(
+    rot: _Rotation,
+    args: Sequence[SSAValue],
+    yielded: Sequence[SSAValue],
+    ahead: dict[SSAValue, SSAValue],
+    now: dict[SSAValue, SSAValue],
+    in_flight: int,
+) -> list[Operation]:
+    """The rest of stage 0 for j+1 on what P V(j) (`now`) yields: QK^T(j+1) waited for with
+    `in_flight` P V groups still running, P V(j) retired before its result or A is touched."""
+    for y, arg in zip(yielded, args, strict=True):
+        if rot.produced_in(y, rot.last_stage):
+            ahead[arg] = now[y]
+    rest_ops = _retire_first(_cloned(rot.rest, ahead), ahead[rot.first.result], in_flight)
+    _mark_retire(rest_ops, now[rot.last.result], ahead[rot.last.lhs])
+    return rest_ops
+
+
+def _replacing_loop(
+    loop: scf.ForOp, ub: SSAValue, inits: Sequence[SSAValue], body: Block
+) -> scf.ForOp:
+    """A loop on `body` in front of `loop`, with its attributes, location and names."""
+    new_loop = scf.ForOp(loop.lb, ub, loop.step, inits, body)
+    new_loop.attributes.update(loop.attributes)
+    new_loop.location = loop.location
+    for old, new in zip(loop.results, new_loop.results, strict=False):
+        new.name_hint = old.name_hint
+    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    return new_loop
+
+
 def rotate_attention(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
     """Rotate the loop so iteration j issues QK^T(j+1) and P V(j) back to back and then
     runs the softmax of j+1 (the module docstring, `rotate`). Returns the new loop, or None
@@ -432,11 +471,9 @@ def rotate_attention(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
     # QK^T(j+1): issued, left in flight.
     carried = dict(zip(args, new_args[:-1], strict=True))
     ahead: dict[SSAValue, SSAValue] = {iv: nxt.result, **carried}
-    issue_ops = _cloned(rot.issue, ahead)
+    issue_ops = _in_flight(rot.issue, ahead)
     issue_out = [rot.first.result] + [y for y in yielded if rot.produced_in(y, rot.issue)]
     issue_counters = [args[yielded.index(y)] for y in issue_out[1:]]
-    for dot in _dots(issue_ops):
-        dot.attributes[aref.IN_FLIGHT_ATTR] = UnitAttr()
     issue_ops.append(scf.YieldOp(*(ahead[v] for v in issue_out)))
     qk_type = rot.first.result.type
     assert isinstance(qk_type, TensorType)
@@ -457,18 +494,10 @@ def rotate_attention(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
     now: dict[SSAValue, SSAValue] = {iv: new_iv, **carried}
     now[acc_in], now[a_operand] = new_acc, new_a
     releases = [op for op in rot.last_stage if isinstance(op, aref.ConsumedOp)]
-    last_ops = _cloned([op for op in rot.last_stage if op not in releases], now)
-    for dot in _dots(last_ops):
-        dot.attributes[aref.IN_FLIGHT_ATTR] = UnitAttr()
+    last_ops = _in_flight([op for op in rot.last_stage if op not in releases], now)
     new_body.add_ops(last_ops)
     # The rest of stage 0 for j+1 (QK^T(j+1) waited for, P V(j) still in flight) ...
-    for y, arg in zip(yielded, args, strict=True):
-        if rot.produced_in(y, rot.last_stage):
-            ahead[arg] = now[y]
-    rest_ops = _retire_first(
-        _cloned(rot.rest, ahead), ahead[rot.first.result], len(_dots(last_ops))
-    )
-    _mark_retire(rest_ops, now[rot.last.result], ahead[a_operand])
+    rest_ops = _rest_for_next(rot, args, yielded, ahead, now, len(_dots(last_ops)))
     slots = _rest_slots(rot, yielded)
     outs = _stage0_yields(rot, stage0, yielded, ahead, new_args[:-1])
     rest_out = [outs[k] for k in slots]
@@ -495,12 +524,7 @@ def rotate_attention(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
         else:
             final.append(now.get(y, y))
     new_body.add_op(scf.YieldOp(*final))
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, loop_inits, new_body)
-    new_loop.attributes.update(loop.attributes)
-    new_loop.location = loop.location
-    for old, new in zip(loop.results, new_loop.results, strict=False):
-        new.name_hint = old.name_hint
-    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    new_loop = _replacing_loop(loop, loop.ub, loop_inits, new_body)
     Rewriter.replace_op(loop, [], list(new_loop.results[: len(loop.results)]))
     return new_loop
 
@@ -535,40 +559,23 @@ def rotate_peeled(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
     # QK^T(j+1): issued, left in flight.
     carried = dict(zip(args, new_args[:-1], strict=True))
     ahead: dict[SSAValue, SSAValue] = {iv: nxt.result, **carried}
-    issue_ops = _cloned(rot.issue, ahead)
-    for dot in _dots(issue_ops):
-        dot.attributes[aref.IN_FLIGHT_ATTR] = UnitAttr()
-    new_body.add_ops(issue_ops)
+    new_body.add_ops(_in_flight(rot.issue, ahead))
     # P V(j): on the carried accumulator and A operand.
     now: dict[SSAValue, SSAValue] = {iv: new_iv, **carried}
     now[acc_in], now[a_operand] = new_args[rot.acc_slot], new_args[-1]
     releases = [op for op in rot.last_stage if isinstance(op, aref.ConsumedOp)]
     pv_ops = [op for op in rot.last_stage if op not in releases]
-    last_ops = _cloned(pv_ops, now)
-    for dot in _dots(last_ops):
-        dot.attributes[aref.IN_FLIGHT_ATTR] = UnitAttr()
+    last_ops = _in_flight(pv_ops, now)
     new_body.add_ops(last_ops)
     # The rest of stage 0 for j+1 (QK^T(j+1) waited for, P V(j) still in flight), then
     # V(j) released.
-    for y, arg in zip(yielded, args, strict=True):
-        if rot.produced_in(y, rot.last_stage):
-            ahead[arg] = now[y]
-    rest_ops = _retire_first(
-        _cloned(rot.rest, ahead), ahead[rot.first.result], len(_dots(last_ops))
-    )
-    _mark_retire(rest_ops, now[rot.last.result], ahead[a_operand])
-    new_body.add_ops(rest_ops)
+    new_body.add_ops(_rest_for_next(rot, args, yielded, ahead, now, len(_dots(last_ops))))
     new_body.add_ops(_cloned(releases, now))
     outs = _stage0_yields(rot, stage0, yielded, ahead, new_args[:-1])
     for k in stage1_slots:
         outs[k] = now[yielded[k]]
     new_body.add_op(scf.YieldOp(*outs))
-    new_loop = scf.ForOp(loop.lb, last_start.result, loop.step, loop_inits, new_body)
-    new_loop.attributes.update(loop.attributes)
-    new_loop.location = loop.location
-    for old, new in zip(loop.results, new_loop.results, strict=False):
-        new.name_hint = old.name_hint
-    Rewriter.insert_op(new_loop, InsertPoint.before(loop))
+    new_loop = _replacing_loop(loop, last_start.result, loop_inits, new_body)
 
     # Epilogue: stage 1 of the last iteration, P V(last), retired before V's release.
     ends = list(new_loop.results)
