@@ -88,6 +88,9 @@ class CompileOptions:
     # and P V(j) issued back to back, the softmax of j+1 under P V(j) (FlashAttention-3's
     # two-stage pipeline); loops of another shape are left as they are
     rotate: bool = True
+    # with rotate: the rotated loop runs to ub - step with no branch in its body, and the last
+    # iteration's P V follows it under lb < ub (software-pipeline's peeled form)
+    peel: bool = False
     # split each loop where its masks stop holding for every lane (split-masked-loops): the
     # iterations before run a body without the selects (attention's unmasked key blocks)
     split_loops: bool = True
@@ -150,6 +153,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "registers": (is_registers, "None or (producer, consumer) ints"),
     "pingpong": BOOL,
     "rotate": BOOL,
+    "peel": BOOL,
     "split_loops": BOOL,
     "exp2_emulation": CHOSEN,
 }
@@ -213,6 +217,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 pingpong=options.pingpong,
                 split_loops=options.split_loops,
                 tile_order=options.tile_order,
+                peel=options.peel,
             ),
         ),
         ("aref", SetRegistersPass(*(options.registers or (None, None)))),

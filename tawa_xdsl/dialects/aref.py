@@ -16,7 +16,8 @@ pass, the interpreters and the verifier's extractor (nobody recognises it by the
 * `tawa.stage = 0` (STAGE_ATTR) on an `scf.if` of a software-pipelined loop: its ops are the
   first stage of the next iteration, issued one iteration ahead under `iv + step < ub`;
   with `tawa.peeled` (PEELED_ATTR) it is the copy of that stage for the first iteration,
-  peeled in front of the loop under `lb < ub`.
+  peeled in front of the loop under `lb < ub`; `tawa.stage = 1` with `tawa.peeled`, after a
+  loop running to `ub - step`, is the last iteration's second stage under `lb < ub`.
 
 A kernel body at this level is one `aref.warp_specialize` holding one `aref.group` per warp
 group; each group states its role, how many warpgroups run it and their register budget.
@@ -76,7 +77,8 @@ ROLE_ATTR = "aref.role"
 # shape), which the verifier's extractor reads back.
 RING_ATTR = "tawa.ring"
 # The software-pipeline stage of an `scf.if` in a consumer group (`software-pipeline`): 0 is
-# the stage issued one iteration ahead; PEELED_ATTR marks its copy for the first iteration.
+# the stage issued one iteration ahead; PEELED_ATTR marks its copy for the first iteration
+# (stage 0, before the loop) or the last iteration's stage 1 after the loop (stage 1).
 STAGE_ATTR = "tawa.stage"
 PEELED_ATTR = "tawa.peeled"
 # What lower-aref writes below this level: the lag of a lagged release on the
@@ -411,24 +413,41 @@ def stage_of(op: Operation) -> int | None:
 
 def is_peeled(op: Operation) -> bool:
     """Whether `op` is the copy of stage 0 peeled in front of its loop."""
-    return PEELED_ATTR in op.attributes
+    return PEELED_ATTR in op.attributes and stage_of(op) == 0
+
+
+def is_peeled_last(op: Operation) -> bool:
+    """Whether `op` is the last iteration's stage 1 peeled after its loop (`rotate_peeled`)."""
+    return PEELED_ATTR in op.attributes and stage_of(op) == 1
 
 
 def _verify_stage(op: Operation) -> None:
     """Stage 0 marks an `scf.if` of a consumer loop body (issued for the next iteration) or,
-    peeled, an `scf.if` right in front of the loop it belongs to."""
+    peeled, an `scf.if` right in front of the loop it belongs to; stage 1 peeled marks the
+    `scf.if` after a loop that runs its last iteration's stage 1."""
     stage = op.attributes.get(STAGE_ATTR)
     peeled = op.attributes.get(PEELED_ATTR)
     if stage is None and peeled is None:
         return
     where = f"'{op.name}' with {STAGE_ATTR}"
-    if not (isinstance(stage, IntegerAttr) and stage.value.data == 0):
-        raise VerifyException(f"'{op.name}': {STAGE_ATTR} must be 0 : i32 (the stage ahead)")
+    if not (isinstance(stage, IntegerAttr) and stage.value.data in (0, 1)):
+        raise VerifyException(
+            f"'{op.name}': {STAGE_ATTR} must be 0 : i32 (the stage ahead) or 1 : i32 (the "
+            "last iteration's, peeled)"
+        )
     if not isinstance(op, scf.IfOp):
         raise VerifyException(f"{where} must be an 'scf.if' (the stage's guard)")
-    if peeled is not None:
-        if not isinstance(peeled, UnitAttr):
-            raise VerifyException(f"'{op.name}': {PEELED_ATTR} must be a unit attribute")
+    if peeled is not None and not isinstance(peeled, UnitAttr):
+        raise VerifyException(f"'{op.name}': {PEELED_ATTR} must be a unit attribute")
+    if stage.value.data == 1:
+        if peeled is None:
+            raise VerifyException(f"{where} = 1 must be {PEELED_ATTR} (after its loop)")
+        earlier = op.prev_op
+        while earlier is not None and not isinstance(earlier, scf.ForOp):
+            earlier = earlier.prev_op
+        if earlier is None:
+            raise VerifyException(f"{where} = 1 must follow the loop it was peeled from")
+    elif peeled is not None:
         later = op.next_op
         while later is not None and not isinstance(later, scf.ForOp):
             later = later.next_op

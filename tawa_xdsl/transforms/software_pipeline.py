@@ -590,6 +590,8 @@ def rotate_peeled(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
         tail_ops,
         [scf.YieldOp(*(ends[k] for k in drained))],
     )
+    epilogue.attributes[aref.STAGE_ATTR] = IntegerAttr(1, i32)
+    epilogue.attributes[aref.PEELED_ATTR] = UnitAttr()
     Rewriter.insert_op(epilogue, InsertPoint.after(new_loop))
     results = ends[: len(loop.results)]
     for k, value in zip(drained, epilogue.results, strict=True):

@@ -1829,3 +1829,202 @@ def slot_read_drain_sync_dropped(m: ModuleOp) -> None:
             Rewriter.erase_op(sync)
             return
     raise NotApplicable("no slot-read barrier before a drain")
+
+
+# ------------------------------------------------- the peeled last iteration (rotate_peeled)
+# Planted in kernels whose rotated key loop runs to `ub - step` with the last iteration's
+# stage 1 (get V, P V, release V) in the `scf.if (lb < ub)` after it (`aref.is_peeled_last`).
+
+
+def _epilogue(m: ModuleOp, last: bool = False) -> tuple[scf.IfOp, scf.ForOp]:
+    """The consumer's first (or last) peeled last stage and the loop in front of it."""
+    ifs = Site(m).ops(scf.IfOp, "consumer")
+    for op in reversed(ifs) if last else ifs:
+        if aref.is_peeled_last(op):
+            loop = op.prev_op
+            while not isinstance(loop, scf.ForOp):
+                loop = loop.prev_op  # type: ignore[union-attr]
+            return op, loop  # type: ignore[return-value]
+    raise NotApplicable("no peeled last stage")
+
+
+def _epilogue_ops(guard: scf.IfOp, kind: type) -> list[Operation]:
+    found = [o for o in guard.true_region.block.walk() if isinstance(o, kind)]
+    if not found:
+        raise NotApplicable(f"no {kind} in the peeled last stage")
+    return found
+
+
+def _epilogue_counter(guard: scf.IfOp, loop: scf.ForOp) -> SSAValue:
+    """The loop result the peeled stage's slots are built on."""
+    wait = _epilogue_ops(guard, nvgpu.MBarrierWaitOp)[0]
+    base = protocol.match_slot(wait.slot)  # type: ignore[attr-defined]
+    assert base is not None and base.base in loop.results
+    return base.base
+
+
+def _rebuild_in(guard: scf.IfOp, old: SSAValue, new: SSAValue) -> None:
+    """Every use of `old` inside the peeled stage reads `new` instead."""
+    inside = {id(o) for o in guard.true_region.block.walk()}
+    for use in list(old.uses):
+        if id(use.operation) in inside:
+            use.operation.operands[use.index] = new
+
+
+def peel_epilogue_dropped(m: ModuleOp) -> None:
+    """The last iteration's stage 1 is gone: its V is never taken nor released."""
+    guard, _ = _epilogue(m)
+    kept = guard.false_region.block.last_op
+    assert isinstance(kept, scf.YieldOp)
+    for result, value in zip(guard.results, kept.operands, strict=True):
+        result.replace_all_uses_with(value)
+    Rewriter.erase_op(guard)
+
+
+def peel_guard_not_strict(m: ModuleOp) -> None:
+    """The peeled stage runs under `lb <= ub`: also when the loop has no iteration at all."""
+    guard, _ = _epilogue(m)
+    cond = guard.cond.owner
+    assert isinstance(cond, arith.CmpiOp)
+    weak = arith.CmpiOp(cond.lhs, cond.rhs, "sle")
+    Rewriter.insert_op(weak, InsertPoint.before(guard))
+    guard.operands[0] = weak.result
+
+
+def peel_guard_on_short_bound(m: ModuleOp) -> None:
+    """The last peeled stage runs under `lb < ub - step`: not when its loop has one key
+    block (the masked loop's usual count)."""
+    guard, loop = _epilogue(m, last=True)
+    cond = arith.CmpiOp(loop.lb, loop.ub, "slt")
+    Rewriter.insert_op(cond, InsertPoint.before(guard))
+    guard.operands[0] = cond.result
+
+
+def peel_loop_to_ub(m: ModuleOp) -> None:
+    """The loop runs to `ub` and the peeled stage still follows: one use too many."""
+    _, loop = _epilogue(m)
+    short = loop.ub.owner
+    assert isinstance(short, arith.SubiOp)
+    loop.operands[1] = short.lhs
+
+
+def peel_loop_two_short(m: ModuleOp) -> None:
+    """The loop runs to `ub - 2 step`: one use too few."""
+    _, loop = _epilogue(m)
+    loop.operands[1] = _insert([arith.SubiOp(loop.ub, loop.step)], loop)
+
+
+def peel_epilogue_one_use_later(m: ModuleOp) -> None:
+    """The peeled stage takes the use after the last (its counter plus one)."""
+    guard, loop = _epilogue(m)
+    counter = _epilogue_counter(guard, loop)
+    first = guard.true_region.block.first_op
+    assert first is not None
+    later = arith.AddiOp(counter, _const(1, first))
+    _rebuild_in(guard, counter, later.result)
+    later.operands[0] = counter
+    Rewriter.insert_op(later, InsertPoint.before(first))
+
+
+def peel_epilogue_on_ahead_counter(m: ModuleOp) -> None:
+    """The peeled stage's slots are built on the counter of the ring the loop runs ahead."""
+    guard, loop = _epilogue(m)
+    counter = _epilogue_counter(guard, loop)
+    ahead = [
+        r
+        for n, r in enumerate(loop.results)
+        if r is not counter and r.type == i32 and isinstance(loop.iter_args[n].owner, scf.IfOp)
+    ]
+    if not ahead:
+        raise NotApplicable("no counter from the peeled first stage")
+    _rebuild_in(guard, counter, ahead[0])
+
+
+def peel_epilogue_release_dropped(m: ModuleOp) -> None:
+    """The peeled stage takes V and never releases it."""
+    guard, _ = _epilogue(m)
+    release = _epilogue_ops(guard, nvgpu.MBarrierArriveOp)[-1]
+    holder = release.parent_op()
+    gone = holder if isinstance(holder, scf.IfOp) and is_thread_guard(holder.cond) else release
+    Rewriter.erase_op(gone)
+
+
+def peel_epilogue_wait_dropped(m: ModuleOp) -> None:
+    """The peeled stage reads V without waiting for its copy."""
+    guard, _ = _epilogue(m)
+    Rewriter.erase_op(_epilogue_ops(guard, nvgpu.MBarrierWaitOp)[0])
+
+
+def peel_epilogue_release_before_mma_wait(m: ModuleOp) -> None:
+    """The peeled stage releases V before the wait_group that retires P V(last)'s wgmma."""
+    guard, _ = _epilogue(m)
+    wait = _epilogue_ops(guard, nvgpu.WgmmaWaitGroupOp)[-1]
+    release = _epilogue_ops(guard, nvgpu.MBarrierArriveOp)[-1]
+    holder = release.parent_op()
+    after = holder if isinstance(holder, scf.IfOp) and is_thread_guard(holder.cond) else release
+    wait.detach()
+    Rewriter.insert_op(wait, InsertPoint.after(after))
+
+
+def peel_ring_wait_between(m: ModuleOp) -> None:
+    """A copy of the last peeled stage's wait between its loop and it, outside its guard:
+    after a loop of no key block it waits for a copy the producer never makes."""
+    guard, _ = _epilogue(m, last=True)
+    wait = _epilogue_ops(guard, nvgpu.MBarrierWaitOp)[0]
+    moved = [o.clone() for o in _slot_ops(wait)]
+    mapping = {}
+    for old, new in zip(_slot_ops(wait), moved, strict=True):
+        for n, operand in enumerate(new.operands):
+            new.operands[n] = mapping.get(operand, operand)
+        for a, b in zip(old.results, new.results, strict=True):
+            mapping[a] = b
+    Rewriter.insert_op(moved, InsertPoint.before(guard))
+
+
+def _slot_ops(wait: Operation) -> list[Operation]:
+    """`wait` and the ops of its block computing its operands, in program order."""
+    block = wait.parent_block()
+    needed, out = list(wait.operands), [wait]
+    while needed:
+        value = needed.pop()
+        op = value.owner
+        if isinstance(op, Operation) and op.parent_block() is block and op not in out:
+            out.append(op)
+            needed += op.operands
+    assert block is not None
+    return sorted(out, key=block.get_operation_index)
+
+
+def peel_epilogue_counter_kept(m: ModuleOp) -> None:
+    """The peeled stage yields the counter it was given: the next loop or tile takes the
+    last use's slot again."""
+    guard, loop = _epilogue(m)
+    counter = _epilogue_counter(guard, loop)
+    taken = guard.true_region.block.last_op
+    kept = guard.false_region.block.last_op
+    assert isinstance(taken, scf.YieldOp) and isinstance(kept, scf.YieldOp)
+    at = next(n for n, v in enumerate(kept.operands) if v is counter)
+    taken.operands[at] = counter
+
+
+PEELED_MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in [
+        Mutation("peel_epilogue_dropped", "peeled stage", peel_epilogue_dropped),
+        Mutation("peel_guard_not_strict", "peeled stage", peel_guard_not_strict),
+        Mutation("peel_guard_on_short_bound", "peeled stage", peel_guard_on_short_bound),
+        Mutation("peel_loop_to_ub", "peeled stage", peel_loop_to_ub),
+        Mutation("peel_loop_two_short", "peeled stage", peel_loop_two_short),
+        Mutation("peel_epilogue_one_use_later", "peeled stage", peel_epilogue_one_use_later),
+        Mutation("peel_epilogue_on_ahead_counter", "peeled stage", peel_epilogue_on_ahead_counter),
+        Mutation("peel_epilogue_release_dropped", "peeled stage", peel_epilogue_release_dropped),
+        Mutation("peel_epilogue_wait_dropped", "peeled stage", peel_epilogue_wait_dropped),
+        Mutation(
+            "peel_epilogue_release_before_mma_wait",
+            "wgmma retirement",
+            peel_epilogue_release_before_mma_wait,
+        ),
+        Mutation("peel_ring_wait_between", "peeled stage", peel_ring_wait_between),
+        Mutation("peel_epilogue_counter_kept", "peeled stage", peel_epilogue_counter_kept),
+    ]
+}
