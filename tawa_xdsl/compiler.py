@@ -89,8 +89,9 @@ class CompileOptions:
     # two-stage pipeline); loops of another shape are left as they are
     rotate: bool = True
     # with rotate: the rotated loop runs to ub - step with no branch in its body, and the last
-    # iteration's P V follows it under lb < ub (software-pipeline's peeled form)
-    peel: bool = False
+    # iteration's P V follows it under lb < ub (software-pipeline's peeled form); None: peeled
+    # unless pingpong (whose turns take the guarded rotation)
+    peel: bool | None = None
     # split each loop where its masks stop holding for every lane (split-masked-loops): the
     # iterations before run a body without the selects (attention's unmasked key blocks)
     split_loops: bool = True
@@ -135,6 +136,10 @@ def is_registers(value: Any) -> bool:
     )
 
 
+def is_bool_or_none(value: Any) -> bool:
+    return value is None or is_bool(value)
+
+
 def is_int_or_none(value: Any) -> bool:
     return value is None or is_int(value)
 
@@ -153,7 +158,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "registers": (is_registers, "None or (producer, consumer) ints"),
     "pingpong": BOOL,
     "rotate": BOOL,
-    "peel": BOOL,
+    "peel": (is_bool_or_none, "a bool or None"),
     "split_loops": BOOL,
     "exp2_emulation": CHOSEN,
 }
@@ -217,7 +222,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 pingpong=options.pingpong,
                 split_loops=options.split_loops,
                 tile_order=options.tile_order,
-                peel=options.peel,
+                peel=not options.pingpong if options.peel is None else options.peel,
             ),
         ),
         ("aref", SetRegistersPass(*(options.registers or (None, None)))),

@@ -251,6 +251,7 @@ def compile_options(
     causal: bool = False,
     tile_order: str = "xyz",
     exp2_emulation: int | None = None,
+    peel: bool | None = None,
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
@@ -269,6 +270,7 @@ def compile_options(
         else persistent,
         tile_order=tile_order,
         exp2_emulation=exp2_emulation,
+        peel=peel,
     )
 
 
@@ -290,6 +292,7 @@ def compile_attention(
     block_m: int = BLOCK_M,
     tile_order: str = "xyz",
     exp2_emulation: int | None = None,
+    peel: bool | None = None,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -302,6 +305,8 @@ def compile_attention(
     `rotate` (CompileOptions.rotate): iteration j issues QK^T(j+1) and P V(j) back to back
     and runs the softmax of j+1 under P V(j), P held in registers as 16-bit
     (FlashAttention-3's two-stage pipeline); False: the softmax of j under QK^T(j+1).
+    `peel` (CompileOptions.peel): the rotated loop runs to ub - step and the last P V
+    follows it (None: peeled unless `pingpong`).
     `group` query heads share each K/V head (GQA, `tile_module`); `split`
     (CompileOptions.split_loops): the key blocks no mask touches in a loop of their own;
     `persistent`: one program per SM walks the row blocks (launched the same way: the
@@ -316,7 +321,7 @@ def compile_attention(
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
-        causal, tile_order, exp2_emulation,
+        causal, tile_order, exp2_emulation, peel,
     )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)

@@ -42,8 +42,10 @@ iteration, its A operand read from a slot) gets the plain lookahead.
 
 **Peeled** (`peel`, with `rotate`; `rotate_peeled`): the rotated loop runs to `ub - step`
 with QK^T(j+1), P V(j) and the softmax of j + 1 unconditional, and the last iteration's stage
-1 (get V, P V(last), waited for, release V) follows the loop under `lb < ub`: no branch in
-the body, so no path leaves S undefined. tawa-verify does not model it yet and refuses it.
+1 (get V, P V(last), waited for, release V) follows the loop under `lb < ub`, marked
+`tawa.stage = 1, tawa.peeled`: no branch in the body, so no path leaves S undefined. The
+verifier's extractor reads the pair as the rotated loop to `ub` (the stage is its last
+iteration, the unguarded QK^T(j+1) its lookahead).
 
 Options:
   rotate: bool = False   the rotated schedule where it fits.
@@ -533,8 +535,8 @@ def rotate_peeled(loop: scf.ForOp, first: tile.DotOp) -> scf.ForOp | None:
     """`rotate_attention` with the last iteration's stage 1 (P V(last) and V's release)
     peeled after the loop, under `lb < ub`, and the loop running to `ub - step`: no guard in
     the body, so no path leaves S undefined and the printer zeroes nothing (H200: +4 to
-    +10%, bench/NOTES.md round 17). Not yet modelled by tawa-verify's extractor (it refuses
-    the loop); `peel` of the pass. Returns the new loop, or None when the loop does not fit."""
+    +10%, bench/NOTES.md round 17); `peel` of the pass. Returns the new loop, or None when
+    the loop does not fit."""
     rot = _rotation(loop, first)
     if rot is None:
         return None
@@ -609,7 +611,7 @@ class SoftwarePipelinePass(ModulePass):
       rotate: bool = False   stage 0 is everything but the last dot (FA3's two-stage
                              pipeline); else only the first dot and its ring traffic.
       peel: bool = False     with rotate: the last iteration's stage 1 peeled after the
-                             loop (`rotate_peeled`; not yet accepted by tawa-verify).
+                             loop (`rotate_peeled`).
     """
 
     name = "software-pipeline"

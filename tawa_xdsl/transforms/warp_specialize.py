@@ -76,8 +76,9 @@ class WarpSpecializePass(ModulePass):
                                  `tawa.ctas_per_sm`: ring-depth, cooperative-consumers and
                                  set-registers fit one CTA's share of shared memory and
                                  registers, the printer asks ptxas for that occupancy.
-      peel: bool = False         with rotate: software-pipeline's peeled last iteration (an
-                                 experiment: tawa-verify does not model it yet).
+      peel: bool = False         with rotate: software-pipeline's peeled last iteration (the
+                                 loop to ub - step; refused with pingpong, whose turns
+                                 take the guarded rotation).
     """
 
     name = "tawa-warp-specialize"
@@ -102,6 +103,13 @@ class WarpSpecializePass(ModulePass):
                 kernel,
                 self.name,
                 f"ctas-per-sm must be 1..{MAX_CTAS_PER_SM}, got {self.ctas_per_sm}",
+            )
+        if self.peel and self.pingpong:
+            raise error(
+                kernel,
+                self.name,
+                "peel and pingpong together: the ping-pong turns take the guarded rotation "
+                "(the named-barrier proof does not model a loop to ub - step); set peel=False",
             )
         if self.ctas_per_sm > 1:
             kernel.attributes[CTAS_PER_SM_ATTR] = IntegerAttr(self.ctas_per_sm, i32)

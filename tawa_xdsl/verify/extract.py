@@ -42,6 +42,14 @@ naming the op's location):
   `iv + step < ub` and acts on use k + 1, the one marked `tawa.peeled` in front of the loop
   by `lb < ub`; any other guard around ring ops (warpgroup-dependent ones included), ring ops
   in an else-branch or in any other region op are refused;
+* the peeled last iteration (`rotate_peeled`): a loop to `ub - step` followed, with only
+  index arithmetic and wgmma waits in between, by an `scf.if (lb < ub)` marked `tawa.stage =
+  1, tawa.peeled` is modelled as the loop to `ub` (`modelled_ub`, in the trip count): its
+  steps on a counter the peeled first stage started one ahead act on use k + 1 (the model's
+  lookahead, skipped in the last iteration), the others on k; the stage after it, built on
+  the loop's results of those other counters, must hold exactly their steps (the last use)
+  in the body's order across rings, and its counter results, one use on, end the loop;
+  releases in the peeled stages are checked for wgmma retirement like the body's;
 * barriers: each array is initialized exactly once, before the groups, followed by
   `fence_mbarrier_init` and a CTA barrier; every barrier op of a group is on a ring's full or
   empty array; copies complete on the full barrier of the ring whose buffer they fill; the
@@ -188,7 +196,33 @@ def _expr(value: SSAValue) -> tuple:
 
 
 def _trip_key(loops: list[scf.ForOp]) -> tuple:
-    return tuple((_expr(f.lb), _expr(f.ub), _expr(f.step)) for f in loops)
+    return tuple((_expr(f.lb), _expr(modelled_ub(f)), _expr(f.step)) for f in loops)
+
+
+# What may sit between a loop and its peeled last stage: no ring op, no control flow.
+_BETWEEN = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.CmpiOp, nvgpu.WgmmaWaitGroupOp)
+
+
+def peeled_last(loop: scf.ForOp) -> scf.IfOp | None:
+    """The `scf.if` marked as the last iteration's stage 1 (`aref.is_peeled_last`) after
+    `loop`, with nothing but `_BETWEEN` ops in between, or None."""
+    op = loop.next_op
+    while isinstance(op, _BETWEEN):
+        op = op.next_op
+    return op if isinstance(op, scf.IfOp) and aref.is_peeled_last(op) else None
+
+
+def modelled_ub(loop: scf.ForOp) -> SSAValue:
+    """The loop's upper bound in the model: `ub` for a loop to `ub - step` followed by its
+    peeled last stage (the model's last iteration), else the loop's own."""
+    short = loop.ub.owner
+    if (
+        isinstance(short, arith.SubiOp)
+        and _same(short.rhs, loop.step)
+        and peeled_last(loop) is not None
+    ):
+        return short.lhs
+    return loop.ub
 
 
 def trip_difference(a: tuple, b: tuple) -> int | None:
@@ -207,7 +241,10 @@ def trip_difference(a: tuple, b: tuple) -> int | None:
         return e, 0
 
     (ba, oa), (bb, ob) = split(a[-1][1]), split(b[-1][1])
-    return ob - oa if ba == bb else None
+    step = a[-1][2][1] if a[-1][2][0] == "c" else None
+    if ba != bb or not step or (ob - oa) % step:
+        return None  # a bound moved by a part of a step: another trip count, not a constant
+    return (ob - oa) // step
 
 
 # ---------------------------------------------------------------------------- the groups
@@ -673,8 +710,18 @@ def _ends_chain(nxt: SSAValue, start: SSAValue, block: Block) -> bool:
     tiles = block.parent_op()
     assert tiles is not None
     while not _continues(nxt, start):
+        last = _through_last(nxt)
+        if last is not None:  # a loop's peeled last stage: on to where that loop started
+            loop = last.owner
+            nxt = loop.iter_args[list(loop.results).index(last)]  # type: ignore[union-attr]
+            continue
         loop = nxt.owner
-        if isinstance(loop, scf.IfOp) and _inside(nxt, tiles) and loop.false_region.blocks:
+        if (
+            isinstance(loop, scf.IfOp)
+            and _inside(nxt, tiles)
+            and loop.false_region.blocks
+            and not aref.is_peeled_last(loop)
+        ):
             nxt = _yield_of(loop.true_region.blocks[0], list(loop.results).index(nxt))
             continue  # a conditional around loops: `check_next_tile` checks both branches
         if not (isinstance(loop, scf.ForOp) and _inside(nxt, tiles)):
@@ -683,23 +730,46 @@ def _ends_chain(nxt: SSAValue, start: SSAValue, block: Block) -> bool:
         peeled = nxt.owner
         if isinstance(peeled, scf.IfOp) and aref.is_peeled(peeled):
             nxt = _yield_of(peeled.false_region.blocks[0], list(peeled.results).index(nxt))
+        elif modelled_ub(loop) is not loop.ub:
+            return False  # one use short of the loop's end: its peeled last stage ends it
     return True
 
 
 def _continues(nxt: SSAValue, start: SSAValue) -> bool:
     """`nxt` is the result of a loop whose counter started at `start` (directly or through
-    the peeled first use)."""
+    the peeled first use), or the peeled last stage's result that takes a loop's counter one
+    use on (a loop to `ub - step` leaves its unpeeled counters one use short: only the stage
+    after it ends them)."""
+    last = _through_last(nxt)
+    if last is not None:
+        loop = last.owner
+        return loop.iter_args[list(loop.results).index(last)] == start  # type: ignore[union-attr]
     loop = nxt.owner
     if not isinstance(loop, scf.ForOp):
         return False
     init = loop.iter_args[list(loop.results).index(nxt)]
     if init == start:
-        return True
+        return modelled_ub(loop) is loop.ub
     peeled = init.owner
     if isinstance(peeled, scf.IfOp) and aref.is_peeled(peeled):
         at = list(peeled.results).index(init)
         return _yield_of(peeled.false_region.blocks[0], at) == start
     return False
+
+
+def _through_last(value: SSAValue) -> SSAValue | None:
+    """The loop result r when `value` is the result of a peeled last stage that yields r + 1
+    when taken and r when not (r a result of the loop in front of it), else None."""
+    guard = value.owner
+    if not (isinstance(guard, scf.IfOp) and aref.is_peeled_last(guard)):
+        return None
+    at = list(guard.results).index(value)
+    then = _yield_of(guard.true_region.blocks[0], at)
+    other = _yield_of(guard.false_region.blocks[0], at)
+    loop = other.owner
+    if not (isinstance(loop, scf.ForOp) and peeled_last(loop) is guard and _plus_one(then, other)):
+        return None
+    return other
 
 
 # --------------------------------------------------------------------------- the walker
@@ -759,7 +829,7 @@ class _Guard:
     """An `scf.if` around ring ops the model knows: a lag guard, a lookahead, a thread."""
 
     op: scf.IfOp
-    kind: str  # "lag" | "ahead" | "peeled" | "thread" | "reads" | "uniform"
+    kind: str  # "lag" | "ahead" | "peeled" | "last" | "thread" | "reads" | "uniform"
 
 
 ROLE_STEPS = {
@@ -784,6 +854,9 @@ class _Segment:
     ifs: tuple[scf.IfOp, ...] = ()  # the uniform `scf.if`s around the loop, outermost first
     starts: list[tuple[SSAValue, Operation]] = field(default_factory=list)
     ends: list[SSAValue] = field(default_factory=list)  # its counters' values after the loop
+    last: list[Step] = field(default_factory=list)  # its peeled last stage (a loop to ub - step)
+    # the ring ops of its peeled first and last stages (their wgmma retirement is checked)
+    peeled_ops: list[tuple[Operation, Step, list[scf.ForOp]]] = field(default_factory=list)
 
 
 class _GroupWalker:
@@ -797,6 +870,7 @@ class _GroupWalker:
         self.continued: list[tuple[SSAValue, Operation]] = []  # starts another loop ended
         self.ends: list[SSAValue] = []  # the visited op's counter after its loop
         self.guards: list[_Guard] = []
+        self.last_loop: scf.ForOp | None = None  # the loop of the peeled last stage walked
 
     def uniform_ifs(self) -> tuple[scf.IfOp, ...]:
         return tuple(g.op for g in self.guards if g.kind == "uniform")
@@ -823,6 +897,7 @@ class _GroupWalker:
             peeled = self.peeled.pop(id(loops[-1]))
             self.seg.prologue, self.seg.prologue_loop = peeled.steps, loops[-1]
             self.seg.starts += peeled.starts
+            self.seg.peeled_ops += peeled.ops
 
     # -- walking
 
@@ -855,9 +930,18 @@ class _GroupWalker:
             self.walk(then_block, loops, drain)
             self.guards.pop()
             return
+        if aref.is_peeled_last(op):
+            self.walk_last(op, loops, drain)
+            return
         if aref.is_peeled(op):
             loop = next((o for o in after if isinstance(o, scf.ForOp)), None)
-            if loop is None or drain is not None or not _is_slt(op.cond, loop.lb, loop.ub):
+            if loop is None or drain is not None:
+                raise fail(op, "a peeled stage is not guarded by `lb < ub` of the loop after it")
+            if not _is_slt(op.cond, loop.lb, modelled_ub(loop)):
+                short = loop.ub.owner
+                if isinstance(short, arith.SubiOp) and _is_slt(op.cond, loop.lb, short.lhs):
+                    raise fail(loop, "a loop to `ub - step` with no peeled last stage right "
+                               "after it (only arith ops and wgmma waits between)")  # fmt: skip
                 raise fail(op, "a peeled stage is not guarded by `lb < ub` of the loop after it")
             saved, self.seg = self.seg, _Segment(loops=[])
             self.guards.append(_Guard(op, "peeled"))
@@ -905,6 +989,36 @@ class _GroupWalker:
         if not guarded or any(not st.lag or st.kind != "arrive" for st in guarded):
             raise fail(op, "ring ops under a guard the verifier does not model")
 
+    def walk_last(self, op: scf.IfOp, loops: list[scf.ForOp], drain) -> None:
+        """The last iteration's stage 1 after a loop to `ub - step` (`rotate_peeled`): under
+        `lb < ub`, with nothing but `_BETWEEN` ops between the loop and it; its steps are
+        the loop's last use of the ring (`finish_segment` compares them with the body's)."""
+        loop = op.prev_op
+        while isinstance(loop, _BETWEEN):
+            loop = loop.prev_op
+        if not isinstance(loop, scf.ForOp) or peeled_last(loop) is not op:
+            what = f"'{loop.name}'" if loop is not None else "nothing"
+            raise fail(op, f"a peeled last stage after {what}, not right after its loop")
+        ub = modelled_ub(loop)
+        if ub is loop.ub or drain is not None or not _is_slt(op.cond, loop.lb, ub):
+            raise fail(op, "a peeled last stage is not guarded by `lb < ub` of the loop before "
+                       "it, which runs to `ub - step`")  # fmt: skip
+        seg = next((s for s in self.segments if s.loops and s.loops[-1] is loop), None)
+        saved, self.seg = self.seg, _Segment(loops=[])
+        self.guards.append(_Guard(op, "last"))
+        self.last_loop = loop
+        self.walk(op.true_region.blocks[0], loops, drain)
+        self.guards.pop()
+        last, self.seg = self.seg, saved
+        if not last.steps:
+            return
+        if seg is None:
+            raise fail(op, "ring ops in the peeled last stage of a loop without them")
+        seg.last, seg.starts = last.steps, seg.starts + last.starts
+        seg.peeled_ops += last.ops
+        ends = [r for r in seg.ends if r.owner is loop]
+        seg.ends += [res for res in op.results if _through_last(res) in ends]
+
     def no_ring_ops(self, op: scf.IfOp) -> None:
         for b in op.false_region.blocks:
             for inner in b.walk():
@@ -925,7 +1039,8 @@ class _GroupWalker:
 
     def visit(self, op: Operation, loops: list[scf.ForOp], drain: scf.ForOp | None) -> None:
         self.continued, self.ends = [], []
-        at = _At(op, loops, drain, _lag_of(op), self.in_kind("ahead") is not None)
+        ahead = self.in_kind("ahead") is not None or self.runs_ahead(op, loops)
+        at = _At(op, loops, drain, _lag_of(op), ahead)
         for step, level in self.steps_of(at):
             if (step.kind, step.barrier) not in ROLE_STEPS[self.group.role]:
                 what = f"{step.kind} on {step.barrier}" if step.barrier else step.kind
@@ -938,18 +1053,38 @@ class _GroupWalker:
                 self.seg.drains.append((op, step))
                 continue
             peeled = self.in_kind("peeled") is not None
-            if not peeled:
+            last = self.in_kind("last") is not None
+            if not peeled and not last:
                 self.enter(loops[:level], op)  # first: a repeat is one of the same loop's
+                if ahead and self.in_kind("ahead") is None:
+                    self.seg.lookahead = loops[-1]  # a loop to `ub - step`: its k + 1 steps
             if _repeats(step, self.seg.steps):
                 continue  # the phase waited for cannot move before this group moves on
             self.seg.starts += self.continued
-            if peeled:
+            if peeled or last:
                 self.seg.steps.append(step)
+                self.seg.ops.append((op, step, loops))
                 continue
             inner = self.seg.loops[-1] if self.seg.loops else None
             self.seg.ends += [e for e in self.ends if e.owner is inner]
             self.seg.steps.append(step)
             self.seg.ops.append((op, step, loops))
+
+    def runs_ahead(self, op: Operation, loops: list[scf.ForOp]) -> bool:
+        """In a loop to `ub - step` with a peeled last stage, an op whose slot is built on a
+        counter the peeled first stage started one use ahead acts on use k + 1 (the loop's
+        last iteration in the model, which it skips, is the peeled last stage)."""
+        if not loops or modelled_ub(loops[-1]) is loops[-1].ub:
+            return False
+        loop = loops[-1]
+        reads = [slot for buf, slot in _buffer_reads(op) if buf in self.ring.buffers]
+        for slot in reads or [getattr(op, "slot", None)]:  # the slot of this ring
+            expr = protocol.match_slot(slot) if slot is not None else None
+            base = protocol.split_offset(expr.base)[0] if expr is not None else None
+            if isinstance(base, BlockArgument) and base.block is loop.body.block and base.index:
+                init = loop.iter_args[base.index - 1].owner
+                return isinstance(init, scf.IfOp) and aref.is_peeled(init)
+        return False
 
     def thread_guarded(self) -> bool:
         return self.in_kind("thread") is not None
@@ -1076,6 +1211,8 @@ class _GroupWalker:
         if self.in_kind("peeled") is not None:
             start = _tile_start(base, at.loops, at.op, starts=self.continued)
             return Counter(base, start, start, 0, None, -1), len(at.loops)
+        if self.in_kind("last") is not None:
+            return self.last_counter(base, at), len(at.loops) + 1
         if not read:
             return _counter(base, at.loops, at.op, self.continued), len(at.loops)
         for depth in range(len(at.loops) - 1, -1, -1):
@@ -1087,6 +1224,23 @@ class _GroupWalker:
             self.continued += starts
             return counter, depth
         return _counter(base, at.loops, at.op, self.continued), len(at.loops)
+
+    def last_counter(self, base: SSAValue, at: _At) -> Counter:
+        """In the peeled last stage, a step acts on the loop's last use: its expression is
+        built on the loop's result of a counter (checked as the body's) that the loop does
+        not run ahead."""
+        loop = self.last_loop
+        assert loop is not None
+        if base not in loop.results:
+            raise fail(at.op, f"'{at.op.name}' in the peeled last stage is not built on a "
+                       "counter its loop leaves")  # fmt: skip
+        index = list(loop.results).index(base)
+        counter = _counter(loop.body.block.args[index + 1], [*at.loops, loop], at.op,
+                           self.continued)  # fmt: skip
+        if counter.ahead:
+            raise fail(at.op, f"'{at.op.name}' in the peeled last stage uses the counter of a "
+                       "ring its loop runs one use ahead")  # fmt: skip
+        return replace(counter, value=base)
 
     def check_lag_guard(self, base: SSAValue, at: _At) -> None:
         """A lagged release runs once `lag` uses are held: `scf.if (counter - init >= lag)`."""
@@ -1209,8 +1363,10 @@ class _GroupWalker:
         return end
 
     def finish_segment(self) -> None:
-        """The lookahead shape, the drains and, at the nvgpu level, the wgmma retirements."""
+        """The lookahead shape, the peeled last stage and the drains."""
         loops = self.seg.loops or []
+        if loops and modelled_ub(loops[-1]) is not loops[-1].ub:
+            self.check_last(loops[-1])
         if self.seg.prologue or self.seg.lookahead is not None:
             if not self.seg.prologue or self.seg.lookahead is None:
                 where = self.seg.steps[0].loc if self.seg.steps else "<unknown>"
@@ -1232,6 +1388,24 @@ class _GroupWalker:
                     "loop body's"
                 )
         self.check_drains(loops)
+
+    def check_last(self, loop: scf.ForOp) -> None:
+        """A loop to `ub - step`: the model's loop to `ub` whose last iteration is the peeled
+        last stage. Its steps run ahead (on k + 1, skipped in that iteration: the stage holds
+        none of them) or not (the stage takes the last use: the same steps as the body's)."""
+        seg = self.seg
+        ahead = {st.ahead for st in seg.steps}
+        where = seg.ops[0][0] if seg.ops else loop
+        if len(ahead) != 1:
+            raise fail(where, "a loop to `ub - step` with ring ops both one use ahead and not")
+        if any(st.lag for st in seg.steps) or seg.drains:
+            raise fail(where, "lagged releases in a loop to `ub - step` (not modelled)")
+        body = [] if ahead == {True} else [_shape(st) for st in seg.steps]
+        if [_shape(st) for st in seg.last] != body:
+            stage = peeled_last(loop)
+            assert stage is not None
+            raise fail(stage, f"the peeled last stage's ops of ring {self.ring.name} differ "
+                       "from its loop's (the last use)")  # fmt: skip
 
     def check_drains(self, loops: list[scf.ForOp]) -> None:
         lag = max((st.lag for st in self.seg.steps), default=0)
@@ -1375,7 +1549,7 @@ def _retired_by_then(flat: list[Operation], lo: int, at: int, order, after: Oper
 
 def _check_retired(walker: _GroupWalker, flat: list[Operation], order: dict[int, int]) -> None:
     """A release of a slot comes after a wait_group that retired every wgmma reading it."""
-    ops = [x for seg in walker.segments for x in seg.ops]
+    ops = [x for seg in walker.segments for x in seg.ops + seg.peeled_ops]
     reads = [
         (op, loops)
         for op, st, loops in ops
@@ -1400,8 +1574,9 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
     why = f"'{release.name}' releases a slot a wgmma may still read ({op_location(read)})"
     block = read.parent_block()
     if commit is not None and block is not None:
-        if _retired_in_its_iteration(block, commit, flat, order):
-            return  # retired before control leaves the read's block (a peeled use)
+        retired = _retired_in_its_iteration(block, commit, flat, order)
+        if retired is not None and (at > retired or block.parent_op() not in _ancestors(release)):
+            return  # retired before the release, or before control leaves the read's block
     inner = read_loops[-1] if read_loops else None
     drained = any(
         isinstance(o, scf.ForOp) and aref.DRAIN_ATTR in o.attributes for o in _ancestors(release)
@@ -1418,8 +1593,8 @@ def _check_read_retired(read, read_loops, release, step, loops, at, flat, order)
         raise fail(read, f"'{read.name}' is never committed")
     if step.lag:
         body = inner.body.block  # type: ignore[union-attr]
-        if _retired_in_its_iteration(body, commit, flat, order):
-            return
+        if _retired_in_its_iteration(body, commit, flat, order) is not None:
+            return  # the slot's reads retired in their own (earlier) iteration
         # The lag-L release of iteration i frees the slot of iteration i - L, whose groups
         # are older than the (L - 1) iterations' commits in between and this iteration's
         # commits before the wait (the body's own commits: they run every iteration).
@@ -1446,19 +1621,19 @@ def _body_commits_before(body: Block, position: int, order: dict[int, int]) -> i
 
 def _retired_in_its_iteration(
     body: Block, commit: int, flat: list[Operation], order: dict[int, int]
-) -> bool:
-    """A wait_group of `body` itself (the read's loop body or block, run whenever the read
-    is) after the read's commit retires it before the block ends: then any later release of
-    the slot is safe. Only commits of `body` itself count as newer groups (a conditional one
-    may not run)."""
+) -> int | None:
+    """The position of a wait_group of `body` itself (the read's loop body or block, run
+    whenever the read is) after the read's commit that retires it before the block ends
+    (any release after it, or after the block, is safe), else None. Only commits of `body`
+    itself count as newer groups (a conditional one may not run)."""
     for op in body.ops:
         if isinstance(op, nvgpu.WgmmaWaitGroupOp) and order[id(op)] > commit:
             newer = sum(
                 isinstance(o, nvgpu.WgmmaCommitGroupOp) and commit < order[id(o)] < order[id(op)]
                 for o in body.ops
             )
-            return op.pending.value.data <= newer
-    return False
+            return order[id(op)] if op.pending.value.data <= newer else None
+    return None
 
 
 def _inside_loop_of(op: Operation, block: Block) -> bool:
@@ -1491,10 +1666,40 @@ def extract(module: ModuleOp) -> list[RingProtocolModel]:
     groups = kernel_groups(module, [r.full for r in rings])
     check_outside(module, rings, groups)
     counts = check_inits(module, rings, groups)
-    return [_ring_model(ring, groups, counts) for ring in rings]
+    lasts: _Lasts = {}
+    models = [_ring_model(ring, groups, counts, lasts) for ring in rings]
+    _check_last_order(lasts)
+    return models
 
 
-def _ring_model(ring: Ring, groups: list[Group], counts: dict[int, int]) -> RingProtocolModel:
+# Per loop to `ub - step` (by id): its body's steps that do not run ahead and its peeled last
+# stage's steps, of every ring, each as (program position, ring (by id), shape).
+_Lasts = dict[int, tuple[scf.ForOp, list[tuple[int, int, tuple]], list[tuple[int, int, tuple]]]]
+
+
+def _check_last_order(lasts: _Lasts) -> None:
+    """The peeled last stage is the model's last iteration: the body's steps that do not run
+    ahead, across the rings in the body's order (`compose.py` reads that order)."""
+    for loop, body, last in lasts.values():
+        if [(r, sh) for _, r, sh in sorted(body)] != [(r, sh) for _, r, sh in sorted(last)]:
+            stage = peeled_last(loop)
+            assert stage is not None
+            raise fail(stage, "the peeled last stage's ring ops are not in its loop's order")
+
+
+def _record_lasts(ring: Ring, walker: _GroupWalker, lasts: _Lasts) -> None:
+    for seg in walker.segments:
+        loop = seg.loops[-1] if seg.loops else None
+        if loop is None or modelled_ub(loop) is loop.ub:
+            continue
+        _, body, last = lasts.setdefault(id(loop), (loop, [], []))
+        body += [(st.pos, id(ring.alloc), _shape(st)) for st in seg.steps if not st.ahead]
+        last += [(st.pos, id(ring.alloc), _shape(st)) for st in seg.last]
+
+
+def _ring_model(
+    ring: Ring, groups: list[Group], counts: dict[int, int], lasts: _Lasts
+) -> RingProtocolModel:
     actors = []
     for group in groups:
         flat = list(group.body.walk())
@@ -1508,6 +1713,7 @@ def _ring_model(ring: Ring, groups: list[Group], counts: dict[int, int]) -> Ring
             continue
         walker.segments = segments
         walker.finish()
+        _record_lasts(ring, walker, lasts)
         if group.threads > 1:
             _check_retired(walker, flat, order)
         actors.append(_actor(f"{group.role}#{len(actors)}", group, segments))

@@ -82,8 +82,15 @@ class Site:
         return found
 
     def main_loop(self, role: str) -> scf.ForOp:
-        """The innermost loop holding the role's first wait."""
-        wait = self.ops(nvgpu.MBarrierWaitOp, role)[-1]
+        """The innermost loop holding the role's last wait outside its peeled stages."""
+        waits = [
+            w
+            for w in self.ops(nvgpu.MBarrierWaitOp, role)
+            if not any(aref.PEELED_ATTR in o.attributes for o in _ancestors(w))
+        ]
+        if not waits:
+            raise NotApplicable("no wait outside the peeled stages")
+        wait = waits[-1]
         loop = _enclosing(wait, scf.ForOp)
         if loop is None:
             raise NotApplicable("no loop around the waits")
@@ -104,6 +111,14 @@ class Site:
         )
         Rewriter.insert_op(op, InsertPoint.before(before))
         return op.results[0]
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    out, parent = [], op.parent_op()
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent_op()
+    return out
 
 
 def _enclosing(op: Operation, kind: type) -> Operation | None:
@@ -1864,10 +1879,11 @@ def _epilogue_counter(guard: scf.IfOp, loop: scf.ForOp) -> SSAValue:
 
 
 def _rebuild_in(guard: scf.IfOp, old: SSAValue, new: SSAValue) -> None:
-    """Every use of `old` inside the peeled stage reads `new` instead."""
+    """The slots and parities inside the peeled stage built on `old` are built on `new`
+    (the counter it yields is left alone)."""
     inside = {id(o) for o in guard.true_region.block.walk()}
     for use in list(old.uses):
-        if id(use.operation) in inside:
+        if id(use.operation) in inside and isinstance(use.operation, arith.RemUIOp | arith.DivUIOp):
             use.operation.operands[use.index] = new
 
 
@@ -2007,6 +2023,31 @@ def peel_epilogue_counter_kept(m: ModuleOp) -> None:
     taken.operands[at] = counter
 
 
+def peel_prologue_release_before_mma_wait(m: ModuleOp) -> None:
+    """The peeled first stage releases K before the wait_group that retires QK^T(0): a
+    wait later in the same block does not retire a wgmma for a release before it."""
+    for op in Site(m).ops(scf.IfOp, "consumer"):
+        if aref.is_peeled(op):
+            waits = [o for o in op.true_region.block.ops if isinstance(o, nvgpu.WgmmaWaitGroupOp)]
+            holders = [
+                o
+                for o in op.true_region.block.ops
+                if isinstance(o, scf.IfOp) and is_thread_guard(o.cond)
+                and any(isinstance(a, nvgpu.MBarrierArriveOp) for a in o.walk())
+            ]  # fmt: skip
+            if waits and holders and _precedes_in_block(waits[0], holders[0]):
+                waits[0].detach()
+                Rewriter.insert_op(waits[0], InsertPoint.after(holders[0]))
+                return
+    raise NotApplicable("no wait_group before a release in a peeled first stage")
+
+
+def _precedes_in_block(a: Operation, b: Operation) -> bool:
+    block = a.parent_block()
+    assert block is not None
+    return block.get_operation_index(a) < block.get_operation_index(b)
+
+
 PEELED_MUTATIONS: dict[str, Mutation] = {
     m.name: m
     for m in [
@@ -2023,6 +2064,11 @@ PEELED_MUTATIONS: dict[str, Mutation] = {
             "peel_epilogue_release_before_mma_wait",
             "wgmma retirement",
             peel_epilogue_release_before_mma_wait,
+        ),
+        Mutation(
+            "peel_prologue_release_before_mma_wait",
+            "wgmma retirement",
+            peel_prologue_release_before_mma_wait,
         ),
         Mutation("peel_ring_wait_between", "peeled stage", peel_ring_wait_between),
         Mutation("peel_epilogue_counter_kept", "peeled stage", peel_epilogue_counter_kept),

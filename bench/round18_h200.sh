@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Round 18 on the lent H200 (session 18): the peeled rotated loop is the proved default.
+# Calls of one warm machine, each right after the last (it goes back after 30 idle seconds):
+#   bench/round18_h200.sh check OUT  (carry carry/wheels carry/ptx carry/fa4a) FA4's first part
+#                                    stashed; every GPU test (8 shards) on the new default
+#   bench/round18_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
+#   bench/round18_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
+#                                    kernel and the source launched with no options) against
+#                                    FA4 and Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K
+#   bench/round18_h200.sh gqa OUT    (no carry) GQA, 32/8 and 32/4 heads at d = 128, against
+#                                    FA4 with fewer K/V heads and cuDNN
+set -uo pipefail
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+
+if [ "$what" = check ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    all_gpu_tests "${TEST_SECONDS_R18:-450}"
+elif [ "$what" = fa4b ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+elif [ "$what" = gqa ]; then
+    source bench/fa4_h200.sh install
+    for heads in 32/8 32/4; do
+        step "gqa_${heads/\//_}" 270 python3 bench/attention.py --dtypes f16 --dims 128 \
+            --seqs 4096 --gqa "$heads" --gqa-seqs 4096,16384 --peers fa4,cudnn --schedules ours \
+            --out "$out/gqa_${heads/\//_}.json"
+    done
+else
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    step attention_peers 560 python3 bench/attention.py --dtypes f16,bf16 \
+        --seqs 1024,2048,4096,16384 --peers fa4,triton \
+        --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
+fi
