@@ -1,6 +1,6 @@
 # Sourced by the bench/*_h200.sh scripts: installs the carried wheels (xdsl and its small
 # dependencies, z3) on the lent GPU machine, records the GPU, and defines `step` and
-# `all_gpu_tests`.
+# `all_gpu_tests` and `profile`.
 # Expects `out` (the output folder); the wheels come from $WHEELS (default carry/wheels).
 wheels="${WHEELS:-carry/wheels}"
 mkdir -p "$out" /tmp/site
@@ -25,3 +25,18 @@ all_gpu_tests() {  # all_gpu_tests SECONDS: every GPU test in 8 shards, their lo
     cat "$out/gpu_tests_summary.log"
     grep -E "^(FAILED|ERROR)" "$out/gpu_shards_all.log" | head -20
 }
+
+NCU=/usr/local/cuda/bin/ncu
+profile() {  # profile NAME PROBE_ARGS...: ncu of one warm launch of bench/attention_probe.py
+    local name=$1; shift
+    mkdir -p /tmp/ncu
+    timeout 240 "$NCU" --set full --import-source yes --kernel-name regex:'attn_fwd|flash|Flash' \
+        --launch-skip 1 --launch-count 1 -f -o "/tmp/ncu/$name" \
+        python3 bench/attention_probe.py "$@" > "$out/$name.log" 2>&1
+    echo "rc=$?" >> "$out/$name.log"
+    "$NCU" -i "/tmp/ncu/$name.ncu-rep" --page details >> "$out/$name.log" 2>&1
+    "$NCU" -i "/tmp/ncu/$name.ncu-rep" --page source --csv --print-source sass \
+        > "$out/${name}_source.csv" 2>&1
+    grep -E "^rc=|Duration|Registers Per|Executed Ipc A|Issue Slots Busy|Tensor" "$out/$name.log" | head -12
+}
+

@@ -38,21 +38,6 @@ what="${1:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fenc
 out="${2:?usage: bench/round16_h200.sh ab|ours|fa4|check|census|peers|hint|fence|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
-ncu=/usr/local/cuda/bin/ncu
-
-profile() {  # profile NAME PROBE_ARGS...: one warm launch of bench/attention_probe.py
-    local name=$1; shift
-    mkdir -p /tmp/ncu
-    timeout 240 "$ncu" --set full --import-source yes --kernel-name regex:'attn_fwd|flash|Flash' \
-        --launch-skip 1 --launch-count 1 -f -o "/tmp/ncu/$name" \
-        python3 bench/attention_probe.py "$@" > "$out/$name.log" 2>&1
-    echo "rc=$?" >> "$out/$name.log"
-    "$ncu" -i "/tmp/ncu/$name.ncu-rep" --page details >> "$out/$name.log" 2>&1
-    "$ncu" -i "/tmp/ncu/$name.ncu-rep" --page source --csv --print-source sass \
-        > "$out/${name}_source.csv" 2>&1
-    grep -E "^rc=|Duration|Registers Per|Executed Ipc A|Issue Slots Busy|Tensor" "$out/$name.log" | head -12
-}
-
 ab() {  # ab NAME DIMS [DIR]: ours against the PTX of DIR (carry/before), f16, 2K and 16K keys
     step "$1" 300 python3 bench/attention.py --dtypes f16 --dims "$2" --seqs 2048,16384 \
         --no-peers --schedules ours --before "${3:-carry/before}" --out "$out/$1.json"

@@ -9,9 +9,17 @@
 #                                    FA4 and Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K
 #   bench/round18_h200.sh gqa OUT    (no carry) GQA, 32/8 and 32/4 heads at d = 128, against
 #                                    FA4 with fewer K/V heads and cuDNN
+#   bench/round18_h200.sh defer OUT  (carry carry/wheels carry/before) ours (defer-row-sums) against
+#                                    the PTX of the tree before it (bench/attention_ptx.py into
+#                                    carry/before), f16, d = 64 and 128, 2K and 16K keys, A B A;
+#                                    then every GPU test
+# The census of the peeled kernel against FA4 (ncu of one warm launch each, f16, 2K keys):
+#   bench/round18_h200.sh census_a OUT  (carry carry/wheels carry/fa4a) ours at d = 128
+#   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
+#   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 
@@ -20,6 +28,24 @@ if [ "$what" = check ]; then
     all_gpu_tests "${TEST_SECONDS_R18:-450}"
 elif [ "$what" = fa4b ]; then
     source bench/fa4_h200.sh stash carry/fa4b
+elif [ "$what" = defer ]; then
+    for run in 1 2; do
+        step "defer_ab_$run" 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+            --seqs 2048,16384 --no-peers --schedules ours --before carry/before \
+            --out "$out/defer_ab_$run.json"
+    done
+    all_gpu_tests "${TEST_SECONDS_R18:-450}"
+elif [ "$what" = census_a ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    profile ours_d128 --kernel ours --d 128 --seq 2048
+elif [ "$what" = census_b ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+    profile ours_d64 --kernel ours --d 64 --seq 2048
+elif [ "$what" = census_c ]; then
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    profile fa4_d128 --kernel fa4 --d 128 --seq 2048
+    profile fa4_d64 --kernel fa4 --d 64 --seq 2048
 elif [ "$what" = gqa ]; then
     source bench/fa4_h200.sh install
     for heads in 32/8 32/4; do

@@ -50,6 +50,7 @@ from tawa_xdsl.runtime.launch import (
     launch_compiled,
     prepare_compiled,
 )
+from tawa_xdsl.transforms.defer_row_sums import DeferRowSumsPass
 from tawa_xdsl.transforms.emulate_exp2 import EmulateExp2Pass
 from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
@@ -229,6 +230,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
         ("aref", EmulateExp2Pass(share=options.exp2_emulation)),
         ("mbarrier", LowerArefPass()),
         ("nvgpu", LowerToNvgpuPass(epilogue=options.epilogue, pingpong=options.pingpong)),
+        ("nvgpu", DeferRowSumsPass()),
         ("nvgpu", LegalizeNvgpuPass()),
     ]
 

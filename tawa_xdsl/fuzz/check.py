@@ -199,17 +199,19 @@ def _lowered(text: str, options: Options) -> Any:
 
 @lru_cache(maxsize=64)
 def _nvgpu_level(text: str, options: Options) -> Any:
-    """The program after `lower-to-nvgpu` and `legalize-nvgpu` (the IR emit-ptx prints), or
-    the one-line refusal of either (a string)."""
+    """The program after `lower-to-nvgpu`, `defer-row-sums` and `legalize-nvgpu` (the IR
+    emit-ptx prints), or the one-line refusal of either (a string)."""
     from xdsl.utils.exceptions import PassFailedException
 
     from tawa_xdsl.dialects import make_context
+    from tawa_xdsl.transforms.defer_row_sums import DeferRowSumsPass
     from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
     from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
 
     module = _lowered(text, options).clone()
     try:
         LowerToNvgpuPass().apply(make_context(), module)
+        DeferRowSumsPass().apply(make_context(), module)
         LegalizeNvgpuPass().apply(make_context(), module)
     except PassFailedException as error:
         return f"the nvgpu lowering refuses it: {str(error).splitlines()[0][:100]}"

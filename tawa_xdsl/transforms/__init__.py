@@ -99,6 +99,12 @@ def get_lower_to_nvgpu() -> type[ModulePass]:
     return LowerToNvgpuPass
 
 
+def get_defer_row_sums() -> type[ModulePass]:
+    from tawa_xdsl.transforms.defer_row_sums import DeferRowSumsPass
+
+    return DeferRowSumsPass
+
+
 def get_legalize_nvgpu() -> type[ModulePass]:
     from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 
@@ -128,6 +134,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "emulate-exp2": get_emulate_exp2,
         "lower-aref": get_lower_aref,
         "lower-to-nvgpu": get_lower_to_nvgpu,
+        "defer-row-sums": get_defer_row_sums,
         "legalize-nvgpu": get_legalize_nvgpu,
         "verify-pipeline": get_verify_pipeline,
     }
