@@ -13,13 +13,16 @@
 #                                    the PTX of the tree before it (bench/attention_ptx.py into
 #                                    carry/before), f16, d = 64 and 128, 2K and 16K keys, A B A;
 #                                    then every GPU test
+#   bench/round18_h200.sh rings OUT  (carry carry/wheels carry/s2) ours (3-deep K/V rings) against
+#                                    the same tree's PTX with 2-deep rings (FA4's depth;
+#                                    bench/attention_ptx.py with stages=2 into carry/s2), A B A
 # The census of the peeled kernel against FA4 (ncu of one warm launch each, f16, 2K keys):
 #   bench/round18_h200.sh census_a OUT  (carry carry/wheels carry/fa4a) ours at d = 128
 #   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
 #   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 
@@ -35,6 +38,12 @@ elif [ "$what" = defer ]; then
             --out "$out/defer_ab_$run.json"
     done
     all_gpu_tests "${TEST_SECONDS_R18:-450}"
+elif [ "$what" = rings ]; then
+    for run in 1 2; do
+        step "rings_ab_$run" 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+            --seqs 2048,16384 --no-peers --schedules ours --before carry/s2 \
+            --out "$out/rings_ab_$run.json"
+    done
 elif [ "$what" = census_a ]; then
     source bench/fa4_h200.sh stash carry/fa4a
     profile ours_d128 --kernel ours --d 128 --seq 2048
