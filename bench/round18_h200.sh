@@ -16,13 +16,18 @@
 #   bench/round18_h200.sh rings OUT  (carry carry/wheels carry/s2) ours (3-deep K/V rings) against
 #                                    the same tree's PTX with 2-deep rings (FA4's depth;
 #                                    bench/attention_ptx.py with stages=2 into carry/s2), A B A
+#   bench/round18_h200.sh pp64 OUT   (carry carry/wheels) d = 64 at 128 rows (two consumer
+#                                    warpgroups) with and without ping-pong, beside the library's
+#                                    192 rows: do turns pay where the MUFU and tensor work balance?
+#   bench/round18_h200.sh fp8 OUT    (carry carry/wheels) fp8 attention (the peeled default)
+#                                    against Triton's fp8 attention with TMA descriptors
 # The census of the peeled kernel against FA4 (ncu of one warm launch each, f16, 2K keys):
 #   bench/round18_h200.sh census_a OUT  (carry carry/wheels carry/fa4a) ours at d = 128
 #   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
 #   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8 OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8 OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 
@@ -44,6 +49,14 @@ elif [ "$what" = rings ]; then
             --seqs 2048,16384 --no-peers --schedules ours --before carry/s2 \
             --out "$out/rings_ab_$run.json"
     done
+elif [ "$what" = pp64 ]; then
+    step pp64_plain 200 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
+        --no-peers --schedules ours,ours_m128 --out "$out/pp64_plain.json"
+    step pp64_turns 200 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
+        --no-peers --schedules ours_m128 --pingpong --out "$out/pp64_turns.json"
+elif [ "$what" = fp8 ]; then
+    step attention_fp8 240 python3 bench/attention_fp8.py --dims 128 --peers triton \
+        --out "$out/attention_fp8.json"
 elif [ "$what" = census_a ]; then
     source bench/fa4_h200.sh stash carry/fa4a
     profile ours_d128 --kernel ours --d 128 --seq 2048
