@@ -21,13 +21,16 @@
 #                                    192 rows: do turns pay where the MUFU and tensor work balance?
 #   bench/round18_h200.sh fp8 OUT    (carry carry/wheels) fp8 attention (the peeled default)
 #                                    against Triton's fp8 attention with TMA descriptors
+#   bench/round18_h200.sh exp2 OUT   (carry carry/wheels) d = 64: 1 and 2 of every 8 exp2s on
+#                                    the FMA units against none, one process (round 14 again,
+#                                    on the peeled loop with the row sums deferred)
 # The census of the peeled kernel against FA4 (ncu of one warm launch each, f16, 2K keys):
 #   bench/round18_h200.sh census_a OUT  (carry carry/wheels carry/fa4a) ours at d = 128
 #   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
 #   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8 OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8 OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2 OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2 OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 
@@ -57,6 +60,9 @@ elif [ "$what" = pp64 ]; then
 elif [ "$what" = fp8 ]; then
     step attention_fp8 240 python3 bench/attention_fp8.py --dims 128 --peers triton \
         --out "$out/attention_fp8.json"
+elif [ "$what" = exp2 ]; then
+    step exp2_d64 300 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
+        --no-peers --schedules ours,ours_exp2_1,ours_exp2_2 --out "$out/exp2_d64.json"
 elif [ "$what" = census_a ]; then
     source bench/fa4_h200.sh stash carry/fa4a
     profile ours_d128 --kernel ours --d 128 --seq 2048
