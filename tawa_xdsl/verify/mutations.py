@@ -1956,6 +1956,12 @@ def peel_epilogue_on_ahead_counter(m: ModuleOp) -> None:
     _rebuild_in(guard, counter, ahead[0])
 
 
+def peel_epilogue_slot_one_later(m: ModuleOp) -> None:
+    """The peeled stage waits on the next slot's full barrier, with the last use's parity."""
+    guard, _ = _epilogue(m)
+    _offset_slot(_epilogue_ops(guard, nvgpu.MBarrierWaitOp)[0], 1, 1)
+
+
 def peel_epilogue_release_dropped(m: ModuleOp) -> None:
     """The peeled stage takes V and never releases it."""
     guard, _ = _epilogue(m)
@@ -2058,6 +2064,7 @@ PEELED_MUTATIONS: dict[str, Mutation] = {
         Mutation("peel_loop_two_short", "peeled stage", peel_loop_two_short),
         Mutation("peel_epilogue_one_use_later", "peeled stage", peel_epilogue_one_use_later),
         Mutation("peel_epilogue_on_ahead_counter", "peeled stage", peel_epilogue_on_ahead_counter),
+        Mutation("peel_epilogue_slot_one_later", "peeled stage", peel_epilogue_slot_one_later),
         Mutation("peel_epilogue_release_dropped", "peeled stage", peel_epilogue_release_dropped),
         Mutation("peel_epilogue_wait_dropped", "peeled stage", peel_epilogue_wait_dropped),
         Mutation(

@@ -29,8 +29,9 @@ from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.transforms.persistent import persistent_launch
+from tawa_xdsl.verify import extract
 from tawa_xdsl.verify.check import verify_module
-from tawa_xdsl.verify.extract import ExtractionError
+from tawa_xdsl.verify.extract import ExtractionError, peeled_last
 from tawa_xdsl.verify.mutations import PEELED_MUTATIONS
 
 LEVELS = ("mbarrier", "nvgpu")
@@ -147,3 +148,17 @@ def test_a_release_before_the_peeled_first_stage_retires_its_wgmma_is_refused() 
     mutant = parse_module(make_context(), ir["nvgpu"], "guarded.nvgpu.mlir")
     PEELED_MUTATIONS["peel_prologue_release_before_mma_wait"].apply(mutant)
     assert "releases a slot a wgmma may still read" in _proof(mutant)
+
+
+def test_a_peeled_last_stage_out_of_its_loops_cross_ring_order_is_refused(lowered) -> None:
+    """The stage is the model's last iteration of every ring at once: its steps must come in
+    the body's order across rings (attention's stage holds one ring's, so the records are
+    swapped by hand here, on the kernel's own loop)."""
+    module = parse_module(make_context(), lowered[("attn", "nvgpu")], "attn.nvgpu.mlir")
+    loop = next(op for op in module.walk() if op.name == "scf.for" and peeled_last(op))
+    first, second = ("wait", "full"), ("arrive", "empty")
+    body = [(1, 0, first), (2, 1, second)]
+    extract._check_last_order({id(loop): (loop, body, [(3, 0, first), (4, 1, second)])})
+    with pytest.raises(ExtractionError, match="not in its loop's order") as error:
+        extract._check_last_order({id(loop): (loop, body, [(3, 1, second), (4, 0, first)])})
+    assert "attn.nvgpu.mlir:" in str(error.value)
