@@ -6,7 +6,8 @@ wheels="${WHEELS:-carry/wheels}"
 mkdir -p "$out" /tmp/site
 # Extract once per machine: a later call must not rewrite libz3.so under a process that has it
 # mapped (a GPU fuzz run started by an earlier call): that process dies of SIGBUS or SIGSEGV.
-if [ ! -e /tmp/site/.extracted ]; then
+# A call that carries no wheels leaves no mark, so the next one that does still extracts them.
+if [ ! -e /tmp/site/.extracted ] && ls "$wheels"/*.whl > /dev/null 2>&1; then
     python3 -c "import zipfile, glob, sys; [zipfile.ZipFile(w).extractall('/tmp/site') for w in glob.glob(sys.argv[1] + '/*.whl')]" "$wheels"
     touch /tmp/site/.extracted
 fi
