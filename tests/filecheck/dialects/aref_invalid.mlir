@@ -348,3 +348,41 @@ func.func @f(%c: i1) {
   }
   func.return
 }
+
+// -----
+
+// stage: the last iteration's stage 1 must be peeled (after its loop)
+func.func @f(%c: i1, %n: index) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'scf.if' with tawa.stage = 1 must be tawa.peeled (after its loop)
+    aref.group consumer warpgroups(1) registers(232) {
+      %lb = arith.constant 0 : index
+      %one = arith.constant 1 : index
+      scf.for %i = %lb to %n step %one {
+      }
+      scf.if %c {
+      } {tawa.stage = 1 : i32}
+    }
+  }
+  func.return
+}
+
+// -----
+
+// stage: a peeled last stage with no loop before it
+func.func @f(%c: i1) {
+  aref.warp_specialize {
+    aref.group producer warpgroups(1) registers(40) {
+      %w = aref.warpgroup_index : i32
+    }
+    // CHECK: {{.*}}aref_invalid.mlir:[[# @LINE + 1]]:5: error: 'scf.if' with tawa.stage = 1 must follow the loop it was peeled from
+    aref.group consumer warpgroups(1) registers(232) {
+      scf.if %c {
+      } {tawa.stage = 1 : i32, tawa.peeled}
+    }
+  }
+  func.return
+}
