@@ -82,8 +82,8 @@ class CompileOptions:
     # tiles need more: then 24 and the rest).
     # One producer and `consumers` consumer warpgroups must fit 64K: (p + c * n) * 128 <= 65536.
     registers: tuple[int, int] | None = None
-    # attention: the two consumer warpgroups take turns issuing their MMAs (named barriers;
-    # refused for a group of any other count)
+    # attention: the consumer warpgroups take turns issuing their MMAs (named barriers; two,
+    # or three in a rotated loop; refused for a group of any other count)
     pingpong: bool = False
     # rotate a loop of two chained MMAs (software-pipeline; attention's key loop): QK^T(j+1)
     # and P V(j) issued back to back, the softmax of j+1 under P V(j) (FlashAttention-3's

@@ -29,8 +29,8 @@ ops run once per warpgroup. Output: the same kernel as every thread of the CTA r
    become 2-D.
 
 Options: `epilogue` (`global` or `tma`: how consumers store 2-D fragments, see
-`to_nvgpu.stores`), `pingpong` (two consumer warpgroups take turns issuing the MMAs of
-overlapped loops, see `to_nvgpu.wgmma`).
+`to_nvgpu.stores`), `pingpong` (the consumer warpgroups take turns issuing the MMAs of
+overlapped loops: two, or up to three in a rotated loop, see `to_nvgpu.wgmma`).
 """
 
 from __future__ import annotations
@@ -190,11 +190,11 @@ def lower_group(
     if producer:
         lower_producer(group)
     else:
-        if pingpong and group.num_warpgroups != 2:  # the turns alternate between two
+        if pingpong and group.num_warpgroups not in (2, 3):  # the turns go round them
             raise fail(
                 group,
-                f"pingpong alternates two consumer warpgroups; this group has "
-                f"{group.num_warpgroups}",
+                f"pingpong takes turns between two or three consumer warpgroups; this group "
+                f"has {group.num_warpgroups}",
             )
         staging = None
         if epilogue == "tma":

@@ -1215,13 +1215,16 @@ def _id(op: Operation) -> int:
 
 
 def turn_order_swapped(m: ModuleOp) -> None:
-    """Each consumer waits on the other's turn barrier (the turn read in the wrong order)."""
+    """The first two consumers wait on each other's turn barrier (the turn read in the
+    wrong order)."""
     syncs = _looped(_named(m, nvgpu.NamedBarrierSyncOp))
-    ids = [op.barrier_id.value.data for op in syncs]
-    if len(set(ids)) != 2:
-        raise NotApplicable("not two turn barriers")
-    for op, ident in zip(syncs, reversed(ids), strict=True):
-        _renumber(op, ident)
+    ids = list(dict.fromkeys(op.barrier_id.value.data for op in syncs))
+    if len(ids) < 2:
+        raise NotApplicable("fewer than two turn barriers")
+    swap = {ids[0]: ids[1], ids[1]: ids[0]}
+    for op in syncs:
+        if _id(op) in swap:
+            _renumber(op, swap[_id(op)])
 
 
 def turn_threads_wrong(m: ModuleOp) -> None:

@@ -59,6 +59,8 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     "bn64": {"block_n": 64},
     # three consumer warpgroups (24/160; d = 128 spills), 2-deep rings to fit d = 128's Q
     "m192": {"block_m": 192, "stages": 2},
+    # the issue in turns round the three warpgroups (ping-pong takes the guarded rotation)
+    "m192-pingpong": {"block_m": 192, "stages": 2, "pingpong": True, "persistent": False},
     "persistent": {"persistent": True},
     "n176": {"block_n": 176, "stages": 2},  # FA3's d = 128 step (spill-free since round 11b)
     # every score's exp2 on the FMA units, and one in eight over three warpgroups (the chosen

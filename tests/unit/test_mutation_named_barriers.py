@@ -54,9 +54,13 @@ KERNELS = {
     "rotated_pingpong": CompileOptions(
         stages=2, mma_depth=1, consumers=2, pingpong=True, rotate=True, verify=False
     ),
+    # 192 rows: the turns go round three warpgroups, the third hands the turn back to the first
+    "rotated_pingpong3": CompileOptions(
+        stages=2, mma_depth=1, consumers=3, pingpong=True, rotate=True, verify=False
+    ),
 }
-TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong"]
-HAND_OFF = ["rotated_pingpong"]
+TURNS = ["pingpong", "pingpong_causal", "rotated_pingpong", "rotated_pingpong3"]
+HAND_OFF = ["rotated_pingpong", "rotated_pingpong3"]
 STAGING = ["tma_pgemm", "tma_gemm"]
 ROW_SUMS = "row_sums"  # tests/corpus/proved.py, default options
 ROW_SUMS_IF, TMA_ROW_SUMS_IF, COLUMN_MAX_IF = "row_sums_if", "tma_row_sums_if", "column_max_if"
@@ -123,7 +127,8 @@ def test_plan_covers_every_mutation() -> None:
 def _tile_module(name: str) -> ModuleOp:
     if name in STAGING:
         return gemm_tile_ir(128, 64, 64)
-    return attention.tile_module(64, causal=name == "pingpong_causal", block_n=64, block_m=128)
+    rows = 192 if name == "rotated_pingpong3" else 128
+    return attention.tile_module(64, causal=name == "pingpong_causal", block_n=64, block_m=rows)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +177,7 @@ def _inputs(name: str) -> tuple[Any, list[Any], np.ndarray, int]:
             scores = np.where(np.tril(np.ones((seq, seq), bool)), scores, -np.inf)
         p = np.exp(scores - scores.max(-1, keepdims=True))
         expected = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float32)
-        grid = attention.grid(seq, heads)
+        grid = attention.grid(seq, heads, 192 if name == "rotated_pingpong3" else 128)
         args = [q, k_, v, np.zeros((heads, seq, dim), np.float16), seq, np.float32(0.125)]
         out, per_sm = 3, 1
     if options.persistent:

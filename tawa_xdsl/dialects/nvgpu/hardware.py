@@ -25,7 +25,7 @@ PRODUCER_BARRIER_ID = 1
 # one per consumer warpgroup of a group (at most 3): each waits only for its own threads
 # around its own staging slots, so one warpgroup's epilogue does not hold the others' MMAs
 EPILOGUE_BARRIER_IDS = (2, 7, 8)
-PINGPONG_BARRIER_IDS = (3, 4)
+PINGPONG_BARRIER_IDS = (3, 4, 9)  # one per consumer warpgroup taking turns (at most 3)
 SLOT_READ_BARRIER_ID = 5  # a consumer group's threads, done reading a slot into registers
 COLUMN_REDUCE_BARRIER_ID = 6  # a consumer group's warpgroups, around their column partials
 MAX_CTA_THREADS = 1024

@@ -41,7 +41,8 @@ read here and nowhere decided: a dot with `tawa.in_flight` is not waited for aft
 commit, an op with `tawa.mma_wait = N` gets `wgmma_wait_group N` right before it
 (`wait_before`), and the loop keeps those waits (no closing wait after its last commit; the
 lookahead's else-branch S is left undefined, it only reaches the branch on the same guard).
-With `pingpong` the turn covers the issue of both MMAs only (`ping_pong_issue`).
+With `pingpong` the turn covers the issue of both MMAs only (`ping_pong_issue`), in turn
+order round the group's two or three warpgroups.
 """
 
 from __future__ import annotations
@@ -142,7 +143,13 @@ def fresh_acc(op: tile.DotOp, dead: list[Operation]) -> SSAValue:
 def schedule_loop(loop: scf.ForOp, pingpong: bool = False, warpgroups: int = 1) -> None:
     """The wgmma schedule of a lowered loop: the MMA overlap (and ping-pong) where the loop
     has a lookahead dot, then the waits that retire the wgmmas it carries."""
-    if overlap_mmas(loop) and pingpong and warpgroups == 2:
+    if overlap_mmas(loop) and pingpong:
+        if warpgroups != 2:
+            raise fail(
+                loop,
+                f"pingpong over an unrotated loop alternates two consumer warpgroups; this "
+                f"group has {warpgroups} (rotate the loop: its turns go round up to three)",
+            )
         ping_pong(loop)
     body = loop.body.block
     placed = placed_waits(body)
@@ -150,8 +157,8 @@ def schedule_loop(loop: scf.ForOp, pingpong: bool = False, warpgroups: int = 1) 
         for op in body.ops:
             if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0 and op.results:
                 _leave_undefined(op, loop)
-        if pingpong and warpgroups == 2:
-            ping_pong_issue(loop)
+        if pingpong and warpgroups in (2, 3):
+            ping_pong_issue(loop, warpgroups)
     commits = [o for o in body.ops if isinstance(o, nvgpu.WgmmaCommitGroupOp)]
     if commits:
         # A body that already waits right after its last commit, or whose waits the
@@ -304,7 +311,7 @@ def ping_pong(loop: scf.ForOp) -> None:
     fence = pv.prev_op
     anchor = fence if isinstance(fence, nvgpu.WgmmaFenceOp) else pv
     ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
-    mine, other = PINGPONG_BARRIER_IDS
+    mine, other = PINGPONG_BARRIER_IDS[:2]
     wg = aref.WarpgroupIndexOp()
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
@@ -318,32 +325,50 @@ def ping_pong(loop: scf.ForOp) -> None:
     Rewriter.insert_op([later, top], InsertPoint.after(ahead))
 
 
-def ping_pong_issue(loop: scf.ForOp) -> None:
-    """Take turns with the other consumer warpgroup issuing the MMAs of a rotated loop: the
-    turn covers the issue of QK^T(j+1) and P V(j) only, so one warpgroup's softmax runs
-    under the other's wgmmas (FlashAttention-3's ping-pong with its two-stage pipeline):
+def ping_pong_issue(loop: scf.ForOp, warpgroups: int = 2) -> None:
+    """Take turns with the other consumer warpgroups issuing the MMAs of a rotated loop, in
+    order 0, 1, ..., n-1, 0, ...: the turn covers the issue of QK^T(j+1) and P V(j) only, so
+    one warpgroup's softmax runs under the others' wgmmas (FlashAttention-3's ping-pong with
+    its two-stage pipeline; over three warpgroups its scheduler barrier):
 
-        if (wg == 1 && lb < ub) arrive(bar[0])          -- warpgroup 0 goes first
+        if (wg == n-1 && lb < ub) arrive(bar[0])        -- warpgroup 0 goes first
         for j:
           sync(bar[wg])                                 -- my turn
           QK^T(j+1); P V(j)
-          if (wg == 0) arrive(bar[1]) else if (j+1 < ub) arrive(bar[0])
+          if (wg < n-1) arrive(bar[wg+1]) else if (j+1 < ub) arrive(bar[0])
           softmax(j+1) ...
 
-    Warpgroup 0 syncs n times at bar[0] and warpgroup 1 arrives there n times (once before
-    the loop, then in every iteration but the last); bar[1] the other way round, n each:
+    Warpgroup w syncs n times at bar[w]; warpgroup w - 1 arrives there n times, and the last
+    warpgroup n times at bar[0] (once before the loop, then in every iteration but the last):
     none is left pending."""
     body = loop.body.block
     pv = next(op for op in body.ops if isinstance(op, nvgpu.WgmmaMmaAsyncRsOp))
     commit = pv.next_op
     ahead = next(op for op in body.ops if isinstance(op, scf.IfOp) and aref.stage_of(op) == 0)
     assert isinstance(commit, nvgpu.WgmmaCommitGroupOp)
-    first, second = PINGPONG_BARRIER_IDS
+    ids = PINGPONG_BARRIER_IDS[:warpgroups]
     wg = aref.WarpgroupIndexOp()
     runs = arith.CmpiOp(loop.lb, loop.ub, "slt")
     insert_before(loop, [wg, runs])
 
-    insert_before(loop, [_guarded(runs.result, _by_warpgroup(wg.result, [], _arrive(first)))])
-    insert_before(ahead, _by_warpgroup(wg.result, _sync(first), _sync(second)))
-    handover = _by_warpgroup(wg.result, _arrive(second), [_guarded(ahead.cond, _arrive(first))])
-    insert_after(commit, handover)
+    last = [[] for _ in ids[1:]] + [_arrive(ids[0])]
+    insert_before(loop, [_guarded(runs.result, _per_warpgroup(wg.result, last))])
+    insert_before(ahead, _per_warpgroup(wg.result, [_sync(b) for b in ids]))
+    passes = [_arrive(b) for b in ids[1:]] + [[_guarded(ahead.cond, _arrive(ids[0]))]]
+    insert_after(commit, _per_warpgroup(wg.result, passes))
+
+
+def _per_warpgroup(wg: SSAValue, bodies: list[list[Operation]]) -> list[Operation]:
+    """`bodies[w]` in warpgroup w: `scf.if (wg == 0) {...} else { scf.if (wg == 1) ... }`."""
+    if len(bodies) == 1:
+        return bodies[0]
+    return _by_warpgroup(wg, bodies[0], _shifted(wg, bodies[1:]))
+
+
+def _shifted(wg: SSAValue, bodies: list[list[Operation]]) -> list[Operation]:
+    """`bodies[k]` in warpgroup k + 1 (the else-branch of `wg == 0`)."""
+    if len(bodies) == 1:
+        return bodies[0]
+    one = arith.ConstantOp(IntegerAttr(1, i32))
+    less = arith.SubiOp(wg, one.result)
+    return [one, less, *_per_warpgroup(less.result, bodies)]
