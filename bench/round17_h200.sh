@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Round 17 on the lent H200 (session 17): the rotated loop with its last iteration peeled
 # (no lookahead guard in the loop body, so no undefined S for the printer to zero).
+# carry/peel was written by bench/attention_peel_ptx.py, removed in session 18 when the peeled
+# loop became the proved default (`git show 93af043:bench/attention_peel_ptx.py`); today the
+# tree's own kernel is the peeled one.
 #   bench/round17_h200.sh peel OUT   (carry carry/wheels carry/peel) the tree's kernel against
 #                                    the PTX of the peeled schedule (attention_ptx.py of that
 #                                    tree into carry/peel), f16, d = 64 and 128, 2K and 16K keys
