@@ -24,13 +24,16 @@
 #   bench/round18_h200.sh exp2 OUT   (carry carry/wheels) d = 64: 1 and 2 of every 8 exp2s on
 #                                    the FMA units against none, one process (round 14 again,
 #                                    on the peeled loop with the row sums deferred)
+#   bench/round18_h200.sh turns3 OUT (carry carry/wheels) the three-way turns (192 rows, d = 64
+#                                    and 128) against numpy on the GPU, then timed against the
+#                                    library's kernel at d = 64, one process (NOTES round 18)
 # The census of the peeled kernel against FA4 (ncu of one warm launch each, f16, 2K keys):
 #   bench/round18_h200.sh census_a OUT  (carry carry/wheels carry/fa4a) ours at d = 128
 #   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
 #   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2 OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2 OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2|turns3 OUT_DIR}"
+out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2|turns3 OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 
@@ -63,6 +66,11 @@ elif [ "$what" = fp8 ]; then
 elif [ "$what" = exp2 ]; then
     step exp2_d64 300 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
         --no-peers --schedules ours,ours_exp2_1,ours_exp2_2 --out "$out/exp2_d64.json"
+elif [ "$what" = turns3 ]; then
+    step turns3_gpu 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_attention_gpu.py \
+        -k "m192-pingpong"
+    step turns3_time 240 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
+        --no-peers --schedules ours,ours_m192_pingpong --out "$out/turns3.json"
 elif [ "$what" = census_a ]; then
     source bench/fa4_h200.sh stash carry/fa4a
     profile ours_d128 --kernel ours --d 128 --seq 2048
