@@ -68,7 +68,7 @@ elif [ "$what" = exp2 ]; then
         --no-peers --schedules ours,ours_exp2_1,ours_exp2_2 --out "$out/exp2_d64.json"
 elif [ "$what" = turns3 ]; then
     step turns3_gpu 300 python3 -m pytest -p no:cacheprovider -m gpu -rfs \
-        tests/gpu/test_attention_gpu.py -k "m192-pingpong"
+        tests/gpu/test_attention_gpu.py -k "m192 and pingpong"
     step turns3_time 240 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
         --no-peers --schedules ours,ours_m192_pingpong --out "$out/turns3.json"
 elif [ "$what" = census_a ]; then
