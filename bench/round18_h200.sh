@@ -32,10 +32,19 @@
 #   bench/round18_h200.sh census_b OUT  (carry carry/fa4b) ours at d = 64
 #   bench/round18_h200.sh census_c OUT  (carry carry/fa4c) FA4 at d = 128 and d = 64
 set -uo pipefail
-what="${1:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2|turns3 OUT_DIR}"
-out="${2:?usage: bench/round18_h200.sh check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2|turns3 OUT_DIR}"
+what="${1:?usage: bench/round18_h200.sh MODE OUT_DIR (the modes above)}"
+out="${2:?usage: bench/round18_h200.sh MODE OUT_DIR (the modes above)}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
+modes="check|fa4b|peers|gqa|census_a|census_b|census_c|defer|rings|pp64|fp8|exp2|turns3"
+
+ab_twice() {  # ab_twice NAME DIR: ours against the PTX in DIR, two A B A runs, f16, 2K and 16K
+    for run in 1 2; do
+        step "${1}_ab_$run" 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+            --seqs 2048,16384 --no-peers --schedules ours --before "$2" \
+            --out "$out/${1}_ab_$run.json"
+    done
+}
 
 if [ "$what" = check ]; then
     source bench/fa4_h200.sh stash carry/fa4a
@@ -43,18 +52,10 @@ if [ "$what" = check ]; then
 elif [ "$what" = fa4b ]; then
     source bench/fa4_h200.sh stash carry/fa4b
 elif [ "$what" = defer ]; then
-    for run in 1 2; do
-        step "defer_ab_$run" 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
-            --seqs 2048,16384 --no-peers --schedules ours --before carry/before \
-            --out "$out/defer_ab_$run.json"
-    done
+    ab_twice defer carry/before
     all_gpu_tests "${TEST_SECONDS_R18:-450}"
 elif [ "$what" = rings ]; then
-    for run in 1 2; do
-        step "rings_ab_$run" 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
-            --seqs 2048,16384 --no-peers --schedules ours --before carry/s2 \
-            --out "$out/rings_ab_$run.json"
-    done
+    ab_twice rings carry/s2
 elif [ "$what" = pp64 ]; then
     step pp64_plain 200 python3 bench/attention.py --dtypes f16 --dims 64 --seqs 2048,16384 \
         --no-peers --schedules ours,ours_m128 --out "$out/pp64_plain.json"
@@ -89,10 +90,12 @@ elif [ "$what" = gqa ]; then
             --seqs 4096 --gqa "$heads" --gqa-seqs 4096,16384 --peers fa4,cudnn --schedules ours \
             --out "$out/gqa_${heads/\//_}.json"
     done
-else
+elif [ "$what" = peers ]; then
     source bench/fa4_h200.sh stash carry/fa4c
     source bench/fa4_h200.sh install
     step attention_peers 560 python3 bench/attention.py --dtypes f16,bf16 \
         --seqs 1024,2048,4096,16384 --peers fa4,triton \
         --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
+else
+    echo "unknown mode $what (one of $modes)"; exit 2
 fi

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     I32,
     ArrayAttr,
@@ -70,6 +70,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from tawa_xdsl.dialects.nvgpu.hardware import WARPGROUP_THREADS, cta_registers, ctas_per_sm
+from tawa_xdsl.dialects.nvgpu.wgmma import WgmmaWaitGroupOp
 
 # The discardable attribute the partition pass puts on every op of a tile kernel.
 ROLE_ATTR = "aref.role"
@@ -419,6 +420,26 @@ def is_peeled(op: Operation) -> bool:
 def is_peeled_last(op: Operation) -> bool:
     """Whether `op` is the last iteration's stage 1 peeled after its loop (`rotate_peeled`)."""
     return PEELED_ATTR in op.attributes and stage_of(op) == 1
+
+
+# What may sit between a loop and its peeled last stage, at any level: index arithmetic and
+# the wgmma waits after the loop; no ring op, no control flow.
+BETWEEN_LOOP_AND_LAST = (
+    arith.ConstantOp,
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.CmpiOp,
+    WgmmaWaitGroupOp,
+)
+
+
+def peeled_last_after(loop: scf.ForOp) -> scf.IfOp | None:
+    """The `scf.if` after `loop` marked as its last iteration's stage 1 (`is_peeled_last`),
+    with nothing but `BETWEEN_LOOP_AND_LAST` ops in between, or None."""
+    op = loop.next_op
+    while isinstance(op, BETWEEN_LOOP_AND_LAST):
+        op = op.next_op
+    return op if isinstance(op, scf.IfOp) and is_peeled_last(op) else None
 
 
 def _verify_stage(op: Operation) -> None:

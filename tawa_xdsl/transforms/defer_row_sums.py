@@ -37,24 +37,23 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tawa_xdsl.dialects import aref, nvgpu
 from tawa_xdsl.dialects.nvgpu import BinaryKind, FragmentLayout, FragmentType
 from tawa_xdsl.dialects.tile import ReduceKind
+from tawa_xdsl.transforms.to_nvgpu.fragments import quad_combine
 
 ELEMENTWISE = (nvgpu.FragmentBinaryOp, nvgpu.FragmentUnaryOp)
 REDUCED_BY = {BinaryKind.ADD: ReduceKind.SUM, BinaryKind.MAX: ReduceKind.MAX}
 Use = tuple[Operation, int]  # an operand: its op and index
-INDEX_MATH = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.CmpiOp, nvgpu.WgmmaWaitGroupOp)
 
 
 @dataclass
 class _Link:
-    """One step of a chain: from `source` to `result`, through the update `add`, whose
-    operand `sum_at` is the quad-combined row sum (its lane partial `partial`)."""
+    """One step of a chain: to `result`, through the update `add`, whose operand `sum_at` is
+    the quad-combined row sum (its lane partial `partial`)."""
 
-    source: SSAValue
     result: SSAValue
     add: nvgpu.FragmentBinaryOp
     sum_at: int
     partial: SSAValue
-    uses: list[Use] = field(default_factory=list)  # the uses of `source` the link accounts for
+    uses: list[Use] = field(default_factory=list)  # the uses of its source it accounts for
     loop: bool = False
 
 
@@ -160,7 +159,7 @@ def _next(source: SSAValue) -> _Link | None:
             inner: list[Use] = []
             found = _update(arg, _yielded(op.body.block, index), inner)
             if found is not None and len(inner) == _count(arg):
-                return _Link(source, op.results[index], *found, [(op, use.index)], loop=True)
+                return _Link(op.results[index], *found, [(op, use.index)], loop=True)
         if isinstance(op, nvgpu.FragmentBinaryOp) and op.kind.data == BinaryKind.MUL:
             guard = op.parent_op()
             if not isinstance(guard, scf.IfOp) or op.parent_block() is not guard.true_region.block:
@@ -169,7 +168,7 @@ def _next(source: SSAValue) -> _Link | None:
                 uses: list[Use] = []
                 found = _update(source, result, uses)
                 if found is not None and any(u[0] is op for u in uses):
-                    return _Link(source, result, *found, uses)
+                    return _Link(result, *found, uses)
     return None
 
 
@@ -211,21 +210,9 @@ def _combine_after(value: SSAValue, keep: list[Use]) -> None:
         return
     anchor = value.owner
     assert isinstance(anchor, Operation)
-    later = anchor.next_op
-    while isinstance(
-        later,
-        arith.ConstantOp | arith.AddiOp | arith.SubiOp | arith.CmpiOp | nvgpu.WgmmaWaitGroupOp,
-    ):
-        later = later.next_op
-    if isinstance(anchor, scf.ForOp) and isinstance(later, scf.IfOp) and aref.is_peeled_last(later):
-        anchor = later
-    ops: list[Operation] = []
-    total = value
-    for mask in (1, 2):
-        other = nvgpu.ShuffleXorOp(total, mask)
-        both = nvgpu.FragmentBinaryOp(BinaryKind.ADD, total, other)
-        ops += [other, both]
-        total = both.result
+    if isinstance(anchor, scf.ForOp):
+        anchor = aref.peeled_last_after(anchor) or anchor
+    ops, total = quad_combine(value, BinaryKind.ADD)
     Rewriter.insert_op(ops, InsertPoint.after(anchor))
     for op, index in escapes:
         op.operands[index] = total

@@ -199,17 +199,7 @@ def _trip_key(loops: list[scf.ForOp]) -> tuple:
     return tuple((_expr(f.lb), _expr(modelled_ub(f)), _expr(f.step)) for f in loops)
 
 
-# What may sit between a loop and its peeled last stage: no ring op, no control flow.
-_BETWEEN = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.CmpiOp, nvgpu.WgmmaWaitGroupOp)
-
-
-def peeled_last(loop: scf.ForOp) -> scf.IfOp | None:
-    """The `scf.if` marked as the last iteration's stage 1 (`aref.is_peeled_last`) after
-    `loop`, with nothing but `_BETWEEN` ops in between, or None."""
-    op = loop.next_op
-    while isinstance(op, _BETWEEN):
-        op = op.next_op
-    return op if isinstance(op, scf.IfOp) and aref.is_peeled_last(op) else None
+peeled_last = aref.peeled_last_after
 
 
 def modelled_ub(loop: scf.ForOp) -> SSAValue:
@@ -991,10 +981,11 @@ class _GroupWalker:
 
     def walk_last(self, op: scf.IfOp, loops: list[scf.ForOp], drain) -> None:
         """The last iteration's stage 1 after a loop to `ub - step` (`rotate_peeled`): under
-        `lb < ub`, with nothing but `_BETWEEN` ops between the loop and it; its steps are
+        `lb < ub`, with nothing but index arithmetic and wgmma waits between the loop and it
+        (`aref.BETWEEN_LOOP_AND_LAST`); its steps are
         the loop's last use of the ring (`finish_segment` compares them with the body's)."""
         loop = op.prev_op
-        while isinstance(loop, _BETWEEN):
+        while isinstance(loop, aref.BETWEEN_LOOP_AND_LAST):
             loop = loop.prev_op
         if not isinstance(loop, scf.ForOp) or peeled_last(loop) is not op:
             what = f"'{loop.name}'" if loop is not None else "nothing"

@@ -28,7 +28,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl import protocol
 from tawa_xdsl.dialects import aref, nvgpu
-from tawa_xdsl.verify.extract import Group, Ring, find_rings, is_thread_guard, kernel_groups
+from tawa_xdsl.verify.extract import (
+    Group,
+    Ring,
+    _ancestors,
+    find_rings,
+    is_thread_guard,
+    kernel_groups,
+)
 from tawa_xdsl.verify.named_barriers import NAMED, uniform_key
 
 
@@ -111,14 +118,6 @@ class Site:
         )
         Rewriter.insert_op(op, InsertPoint.before(before))
         return op.results[0]
-
-
-def _ancestors(op: Operation) -> list[Operation]:
-    out, parent = [], op.parent_op()
-    while parent is not None:
-        out.append(parent)
-        parent = parent.parent_op()
-    return out
 
 
 def _enclosing(op: Operation, kind: type) -> Operation | None:

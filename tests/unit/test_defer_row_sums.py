@@ -32,13 +32,7 @@ def _shuffles_in_loops(module: ModuleOp) -> int:
 
 def _sums_in_loops(module: ModuleOp) -> list[nvgpu.FragmentBinaryOp]:
     """The quad-combined row sums computed in a key loop's body."""
-    return [
-        op
-        for loop in module.walk()
-        if isinstance(loop, scf.ForOp)
-        for op in loop.body.block.ops
-        if isinstance(op, nvgpu.FragmentBinaryOp) and quad_partial(op.result, BinaryKind.ADD)
-    ]
+    return [op for loop in module.walk() if isinstance(loop, scf.ForOp) for op in _sums_in(loop)]
 
 
 def _lowered_without_pass(causal: bool) -> ModuleOp:
@@ -71,12 +65,12 @@ def test_the_key_loops_combine_no_row_sum_and_the_answer_is_the_same() -> None:
 def test_a_row_sum_read_in_its_loop_is_left_combined() -> None:
     """The carried value read by another op of the body: the partial would reach it."""
     lowered = _lowered_without_pass(False)
-    loop = next(op for op in lowered.walk() if isinstance(op, scf.ForOp) and _sums_in_loops_of(op))
+    loop = next(op for op in lowered.walk() if isinstance(op, scf.ForOp) and _sums_in(op))
     carried = [a for a in loop.body.block.args if _row(a) and _feeds_sum_update(a)]
     extra = nvgpu.FragmentBinaryOp(BinaryKind.ADD, carried[0], carried[0])
     Rewriter.insert_op(extra, InsertPoint.at_start(loop.body.block))
     DeferRowSumsPass().apply(make_context(), lowered)
-    assert _sums_in_loops_of(loop)
+    assert _sums_in(loop)
 
 
 def test_a_scale_that_differs_within_a_quad_is_left_combined() -> None:
@@ -94,7 +88,7 @@ def test_a_scale_that_differs_within_a_quad_is_left_combined() -> None:
     assert _sums_in_loops(lowered)
 
 
-def _sums_in_loops_of(loop: scf.ForOp) -> list:
+def _sums_in(loop: scf.ForOp) -> list[nvgpu.FragmentBinaryOp]:
     return [
         op
         for op in loop.body.block.ops

@@ -30,9 +30,9 @@ from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.transforms.persistent import persistent_launch
 from tawa_xdsl.verify import extract
-from tawa_xdsl.verify.check import verify_module
 from tawa_xdsl.verify.extract import ExtractionError, peeled_last
 from tawa_xdsl.verify.mutations import PEELED_MUTATIONS
+from tests.unit.test_mutation_corpus import _proof
 
 LEVELS = ("mbarrier", "nvgpu")
 OPTIONS = CompileOptions(stages=2, consumers=2, peel=True, verify=False)
@@ -104,17 +104,6 @@ def _oracle(module: ModuleOp, kernel: str, level: str, schedules: list[Any]) -> 
             if not np.allclose(args[3].astype(np.float32), expected, rtol=2e-2, atol=2e-2):
                 return f"wrong result at seq {seq} under schedule {schedule!r}"
     return ""
-
-
-def _proof(module: ModuleOp) -> str:
-    try:
-        verdicts = verify_module(module)
-    except ExtractionError as error:
-        return f"refused: {error}"
-    failed = [v for v in verdicts if not v.proved]
-    if failed:
-        return f"counterexample: {failed[0].summary()}"
-    return "proved" if verdicts else "refused: no rings"
 
 
 def test_the_unmutated_kernels_are_proved_and_compute_the_answer(lowered) -> None:

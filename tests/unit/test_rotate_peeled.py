@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tawa_xdsl.compiler import CompileOptions, pipeline
-from tawa_xdsl.diagnostics import verify_module
+from tawa_xdsl.compiler import CompileOptions, lower_to_nvgpu_level, pipeline
+from tawa_xdsl.diagnostics import TawaError, verify_module
 from tawa_xdsl.dialects import aref, make_context
 from tawa_xdsl.interp.aref import run_warp_specialized
 from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
@@ -85,3 +85,14 @@ def test_tawa_verify_proves_every_ring_and_the_rings_together(causal: bool) -> N
     verdicts = check_module(nvgpu_level(attention.tile_module(128, "bf16", causal)))
     assert verdicts and all(v.proved for v in verdicts), [v.summary() for v in verdicts]
     assert any(v.method == "composition" for v in verdicts)
+
+
+def test_peel_with_pingpong_is_refused_in_one_line() -> None:
+    """Ping-pong's turns take the guarded rotation (the named-barrier proof does not model a
+    loop to `ub - step`): asked for both, the compiler says so, naming the kernel."""
+    module = attention.tile_module(HEAD_DIM, "f16", False)
+    with pytest.raises(TawaError) as error:
+        lower_to_nvgpu_level(module, CompileOptions(consumers=2, pingpong=True, peel=True))
+    message = str(error.value)
+    assert "\n" not in message and "attention.py:" in message
+    assert "peel and pingpong together" in message

@@ -399,16 +399,21 @@ def reduce(op: tile.ReduceOp, warpgroups: int) -> None:
 
 def row_reduce(op: tile.ReduceOp) -> None:
     """Per-thread partial over its columns, then butterflies over the quad's 4 lanes."""
-    combine = REDUCE_COMBINE[op.kind.data]
     partial = nvgpu.FragmentRowReduceOp(op.kind.data, op.source)
-    ops: list[Operation] = [partial]
-    value = partial.result
+    ops, value = quad_combine(partial.result, REDUCE_COMBINE[op.kind.data])
+    Rewriter.replace_op(op, [partial, *ops], [value])
+
+
+def quad_combine(value: SSAValue, combine: BinaryKind) -> tuple[list[Operation], SSAValue]:
+    """`value`'s lane partials combined over each quad: `shuffle_xor` 1 and 2, each followed
+    by `combine` (the ops, and the combined row value)."""
+    ops: list[Operation] = []
     for mask in (1, 2):
         other = nvgpu.ShuffleXorOp(value, mask)
         both = nvgpu.FragmentBinaryOp(combine, value, other)
         ops += [other, both]
         value = both.result
-    Rewriter.replace_op(op, ops, [value])
+    return ops, value
 
 
 def column_reduce(op: tile.ReduceOp, warpgroups: int) -> None:
