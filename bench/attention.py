@@ -2,18 +2,19 @@
 the straightforward schedule) against FlashAttention-4's Hopper path, cuDNN (through SDPA)
 and a Triton kernel with TMA descriptors (bench/triton_attention_tma.py), in one process.
 
-Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden 2048
-(heads = 2048 / d), d 64 and 128, causal and not, f16 and bf16; plus grouped-query attention
-(`--gqa 32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t
-(halved when causal), medians of `triton.testing.do_bench`. One JSON row per configuration
-(the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_single`,
+Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden 2048 (heads =
+2048 / d), d 64 and 128, causal and not, f16 and bf16; plus grouped-query attention (`--gqa
+32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t (halved
+when causal): every kernel of a configuration timed in interleaved rounds, each one's median
+round (bench/timing.py says why; `<name>_spread`: the rounds' spread). One JSON row per
+configuration (the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_single`,
 `ours_straightforward`, `ours_persistent`, `ours_per_tile` (`SCHEDULES`; a schedule a shape
 cannot take leaves its column null and its one-line refusal under `<name>_error`), each peer
 under its own key (`fa4`, `cudnn`, `triton`; with `--weak-peers` also `sdpa_flash` and
-`triton_ptr`, the pointer-load Triton kernel), our ratios to each, each
-kernel's max abs error against SDPA, and the configuration keys (`d`, `seq`, `causal`,
-`dtype`, `heads`, `kv_heads`, `batch`). FA4 (`flash_attn.cute`) is imported lazily: absent,
-it is skipped with one message and its column is null.
+`triton_ptr`, the pointer-load Triton kernel), our ratios to each, each kernel's max abs error
+against SDPA, and the configuration keys (`d`, `seq`, `causal`, `dtype`, `heads`, `kv_heads`,
+`batch`). FA4 (`flash_attn.cute`) is imported lazily: absent, it is skipped with one message and
+its column is null.
 
     python bench/attention.py [--dtypes f16,bf16] [--seqs 2048,16384] [--dims 64,128]
                               [--gqa 32/8] [--gqa-seqs 4096,8192] [--no-peers]
@@ -47,6 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import triton_attention  # noqa: E402
 import triton_attention_tma  # noqa: E402
 from attention_ptx import ptx_name  # noqa: E402
+from timing import ROUNDS, Lineup, time_once  # noqa: E402
 
 from tawa_xdsl.compiler import CompileOptions, compile_to_ptx  # noqa: E402
 from tawa_xdsl.diagnostics import TawaError  # noqa: E402
@@ -149,7 +151,9 @@ def tflops(row: dict, ms: float | None) -> float | None:
 
 
 def bench(fn) -> float:
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100))
+    """Milliseconds per call, for tuning a peer's configurations (reported numbers come from
+    `timing.interleaved`)."""
+    return time_once(fn)
 
 
 _FA4: list = []  # [flash_attn_func or None], imported on first use
@@ -167,18 +171,25 @@ def fa4_function():
     return _FA4[0]
 
 
-def measure(row: dict, name: str, fn, reference: torch.Tensor | None = None, out=None) -> None:
-    """Time `fn` into row[name] (TFLOP/s); an error becomes row[name] = None and a message."""
-    try:
-        if reference is not None:
-            result = fn()
-            torch.cuda.synchronize()
-            got = result if out is None else out()
-            row[f"{name}_max_abs_err"] = (got.float() - reference.float()).abs().max().item()
-        row[name] = tflops(row, bench(fn))
-    except Exception as exc:  # noqa: BLE001 (a peer that cannot run this configuration)
-        row[name] = None
-        row[f"{name}_error"] = (str(exc).splitlines() or [repr(exc)])[0][:200]
+def max_abs_error(row: dict, name: str, reference: torch.Tensor, out=None):
+    """A `Lineup.join` check: the launch's result (or `out()`) against `reference`, its max
+    abs error into row[<name>_max_abs_err]."""
+
+    def check(result) -> None:
+        got = result if out is None else out()
+        row[f"{name}_max_abs_err"] = (got.float() - reference.float()).abs().max().item()
+
+    return check
+
+
+def record(row: dict, lineup: Lineup, least_rounds: int = ROUNDS) -> None:
+    """Time the lineup's kernels interleaved: each one's TFLOP/s (its median round) into
+    row[name], the rounds' spread into row[<name>_spread]; one that failed gets None and its
+    first line under <name>_error."""
+    for name, timing in lineup.time(least_rounds).items():
+        row[name], row[f"{name}_spread"] = tflops(row, timing.ms), round(timing.spread, 4)
+    for name, error in lineup.errors.items():
+        row[name], row[f"{name}_error"] = None, error
 
 
 def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
@@ -207,6 +218,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         return run
 
     peers = set() if args.no_peers else set(args.peers.split(","))
+    lineup = Lineup()
     if "fa4" in peers:
         fa4 = fa4_function()
         if fa4 is not None:
@@ -215,23 +227,30 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             def run_fa4():
                 return fa4(qs, ks, vs, softmax_scale=sm_scale, causal=causal)[0].transpose(1, 2)
 
-            measure(row, "fa4", run_fa4, ref)
+            lineup.join("fa4", run_fa4, max_abs_error(row, "fa4", ref))
         else:
             row["fa4"] = None
     if "cudnn" in peers:
-        measure(row, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION), ref)
+        cudnn = sdpa(SDPBackend.CUDNN_ATTENTION)
+        lineup.join("cudnn", cudnn, max_abs_error(row, "cudnn", ref))
+    out = lambda: o.view_as(ref)  # noqa: E731 (Triton's and our kernels write o)
     if "triton" in peers:
-        ms, config, errors = triton_attention_tma.best(q, k, v, o, sm_scale, causal, heads, bench)
-        row["triton"], row["triton_config"] = tflops(row, ms), config
+        # its fastest configuration, tuned one by one, then timed with the others
+        _, config, errors = triton_attention_tma.best(q, k, v, o, sm_scale, causal, heads, bench)
+        row["triton_config"] = config
         if errors:
             row["triton_errors"] = errors
+        if config is not None:
+            run = triton_attention_tma.launcher(q, k, v, o, sm_scale, causal, heads, config)
+            lineup.join("triton", run, max_abs_error(row, "triton", ref, out))
     if args.weak_peers:
-        measure(row, "sdpa_flash", sdpa(SDPBackend.FLASH_ATTENTION))
+        lineup.join("sdpa_flash", sdpa(SDPBackend.FLASH_ATTENTION))
         if kv_heads == heads:
-            times = [bench(triton_attention.launcher(q, k, v, o, sm_scale, causal, c))
-                     for c in triton_attention.CONFIGS]  # fmt: skip
-            row["triton_ptr"] = tflops(row, min(times))
-    # ours last: the peers are measured even if our kernel faults
+            times = {c: bench(triton_attention.launcher(q, k, v, o, sm_scale, causal, c))
+                     for c in triton_attention.CONFIGS}  # fmt: skip
+            fastest = min(times, key=times.__getitem__)
+            run = triton_attention.launcher(q, k, v, o, sm_scale, causal, fastest)
+            lineup.join("triton_ptr", run)
     registers = tuple(int(x) for x in args.registers.split(",")) if args.registers else None
     options = {"block_n": args.block_n, "stages": args.stages, "registers": registers,
                "group": heads // kv_heads}  # fmt: skip
@@ -243,7 +262,8 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         launch = compile_to_ptx(module, CompileOptions()).prepare(
             grid(seq, batch * heads, block_m), q, k, v, o, seq, sm_scale
         )
-        measure(row, "ours_launch_defaults", launch, ref, out=lambda: o.view_as(ref))
+        check = max_abs_error(row, "ours_launch_defaults", ref, out)
+        lineup.join("ours_launch_defaults", launch, check)
     for name, schedule in SCHEDULES.items():
         if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
@@ -263,17 +283,17 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             row[f"{name}_error"] = str(error).splitlines()[0]
             continue
         launch = kernel.prepare(rows, q, k, v, o, seq, sm_scale)
-        measure(row, name, launch, ref, out=lambda: o.view_as(ref))
+        lineup.join(name, launch, max_abs_error(row, name, ref, out))
         form = (heads // kv_heads, chosen["block_m"], chosen["persistent"])
         before = Path(args.before or "") / ptx_name(d, dtype, causal, *form)
         if name == "ours" and args.before and before.exists():
             # the other tree's PTX of this very form, launched as ours is
             old = dataclasses.replace(kernel, ptx=before.read_text())
             old_launch = old.prepare(rows, q, k, v, o, seq, sm_scale)
-            measure(row, "ours_before", old_launch, ref, out=lambda: o.view_as(ref))
-            measure(row, "ours_again", launch)  # A B A: drift shows as ours != ours_again
-            if row.get("ours_before") and row.get("ours") and row.get("ours_again"):
-                row["ours_over_before"] = (row["ours"] + row["ours_again"]) / 2 / row["ours_before"]
+            lineup.join("ours_before", old_launch, max_abs_error(row, "ours_before", ref, out))
+    record(row, lineup)
+    if row.get("ours_before") and row.get("ours"):
+        row["ours_over_before"] = row["ours"] / row["ours_before"]
     row["ours_config"] = {**options, "registers": args.registers, "pingpong": args.pingpong}
     for peer in PEERS:
         row[f"ratio_{peer}"] = (

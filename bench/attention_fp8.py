@@ -7,7 +7,8 @@ refusal is recorded under `fa4_error`).
 Q, K and V are e4m3 (`torch.randn` rounded to e4m3), V also as V^T [B*H, d, seq] (what fp8
 wgmma needs and both kernels read), O is bf16. Error: max abs and relative Frobenius error of
 O against float32 attention over the same (rounded) e4m3 inputs. TFLOP/s = 4 * B * H * S^2 * d
-/ t (halved when causal); 16K tokens per batch, hidden 2048, as bench/attention.py. One JSON row
+/ t (halved when causal), the kernels timed in interleaved rounds (bench/timing.py); 16K
+tokens per batch, hidden 2048, as bench/attention.py. One JSON row
 per configuration: `ours`, `triton`, `fa4`, `ratio_triton`, `ratio_fa4`, the errors, and the
 configuration keys (`d`, `seq`, `causal`, `dtype`).
 
@@ -29,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import triton_attention_tma  # noqa: E402
-from attention import HIDDEN, TOKENS, bench, fa4_function, measure, tflops  # noqa: E402
+from attention import HIDDEN, TOKENS, bench, fa4_function, record  # noqa: E402
+from timing import Lineup  # noqa: E402
 
 from tawa_xdsl.kernels.attention import compile_attention, grid, persistent_default  # noqa: E402
 
@@ -78,30 +80,35 @@ def one(
     kernel = compile_attention(d, "e4m3", causal, **options)
     row["ours_config"] = options
     launch = kernel.prepare(grid(seq, bh), q, k, vt, o, seq, sm_scale)
+    lineup = Lineup()
+
+    def error_of(name: str):
+        def check(result) -> None:
+            row[f"{name}_max_abs_err"], row[f"{name}_rel_err"] = errors(o, reference)
+
+        return check
+
     o.fill_(float("nan"))
-    launch()
-    torch.cuda.synchronize()
-    row["ours_max_abs_err"], row["ours_rel_err"] = errors(o, reference)
-    row["ours"] = tflops(row, bench(launch))
+    lineup.join("ours", launch, error_of("ours"))
     for name in variants:
         other = compile_attention(d, "e4m3", causal, **{**options, **VARIANTS[name]})
-        row[f"ours_{name}"] = tflops(row, bench(other.prepare(grid(seq, bh), q, k, vt, o, seq,
-                                                              sm_scale)))  # fmt: skip
+        lineup.join(f"ours_{name}", other.prepare(grid(seq, bh), q, k, vt, o, seq, sm_scale))
     if "triton" in peers:
-        ms, config, failed = triton_attention_tma.best(
+        # its fastest configuration, tuned one by one, then timed with the others
+        _, config, failed = triton_attention_tma.best(
             q, k, vt, o, sm_scale, causal, heads, bench, v_transposed=True
         )
-        row["triton"], row["triton_config"] = tflops(row, ms), config
+        row["triton_config"] = config
         if failed:
             row["triton_errors"] = failed
         if config is not None:
             o.fill_(float("nan"))
-            triton_attention_tma.launcher(q, k, vt, o, sm_scale, causal, heads, config, True)()
-            torch.cuda.synchronize()
-            row["triton_max_abs_err"], row["triton_rel_err"] = errors(o, reference)
+            run = triton_attention_tma.launcher(q, k, vt, o, sm_scale, causal, heads, config, True)
+            lineup.join("triton", run, error_of("triton"))
     if "fa4" in peers and (fa4 := fa4_function()) is not None:
         qs, ks, vs = (x.view(batch, heads, seq, d).transpose(1, 2).contiguous() for x in (q, k, v))
-        measure(row, "fa4", lambda: fa4(qs, ks, vs, softmax_scale=sm_scale, causal=causal)[0])
+        lineup.join("fa4", lambda: fa4(qs, ks, vs, softmax_scale=sm_scale, causal=causal)[0])
+    record(row, lineup)
     for peer in ("triton", "fa4"):
         if row.get("ours") and row.get(peer):
             row[f"ratio_{peer}"] = row["ours"] / row[peer]
@@ -116,7 +123,8 @@ def show(row: dict) -> str:
     return (
         f"e4m3 {row['d']:>4} {row['seq']:>6} {str(row['causal']):>6} | ours {f(row['ours'])} "
         f"triton {f(row.get('triton'))} fa4 {f(row.get('fa4'))} | x{ratio or 0:5.2f} | err "
-        f"ours {row['ours_max_abs_err']:.3f} ({row['ours_rel_err']:.4f}) triton "
+        f"ours {row.get('ours_max_abs_err', float('nan')):.3f} "
+        f"({row.get('ours_rel_err', float('nan')):.4f}) triton "
         f"{row.get('triton_max_abs_err', float('nan')):.3f} "
         f"({row.get('triton_rel_err', float('nan')):.4f})"
         + (f" | fa4: {row['fa4_error'][:80]}" if "fa4_error" in row else "")

@@ -12,8 +12,10 @@ scales and bf16 output, the same function as ours. Each row also carries the iss
 `ours`, `cublas` (fast accumulation for fp8) and `triton` TFLOP/s, `ratio_triton`.
 Kernels are compiled with `verify=False`: the ring proofs are CPU work (tests/unit proves
 these configurations) and would only spend the GPU lease. Prints one line per K with the best
-config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing:
-triton.testing.do_bench (CUDA events, median), fresh random inputs (never zeros).
+config, both TFLOP/s and the ratio, and writes every timing as JSON. Timing: the configs tuned
+one by one (do_bench medians), then our winner, cuBLAS and Triton's winner timed together in
+interleaved rounds, each one's median round (bench/timing.py says why); fresh random inputs
+(never zeros).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import time
 from pathlib import Path
 
 import torch
-from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -37,6 +38,7 @@ from tawa_xdsl.kernels.gemm import compile_gemm, configs_for, grid  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import triton_matmul_tma  # noqa: E402
+from timing import Lineup, time_once  # noqa: E402
 
 KS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 DTYPES = {
@@ -58,7 +60,8 @@ def peer(a: torch.Tensor, b: torch.Tensor, fast_accum: bool = False) -> torch.Te
 
 
 def timer(run) -> float:
-    return float(do_bench(run, warmup=25, rep=100, return_mode="median"))
+    """Milliseconds per call, for tuning (reported numbers: `timing.interleaved`)."""
+    return time_once(run)
 
 
 def short(config: Config) -> str:
@@ -80,7 +83,8 @@ def write_json(out: Path, rows: list[dict], configs: list[Config]) -> None:
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "python": platform.python_version(),
-        "timing": "triton.testing.do_bench median, warmup 25 ms, rep 100 ms",
+        "timing": "tuned one by one (do_bench median); the winners and peers timed in "
+        "interleaved rounds, each one's median round (bench/timing.py)",
         "configs": [c.to_json() for c in configs],
         "peers": {
             "bf16/f16": "torch.matmul",
@@ -125,24 +129,35 @@ def main() -> None:
                 return kernels[config].prepare(grid(m, n, config), a, b, c, m, n, k)  # noqa: B023
 
             best = tuner.tune((m, n, k, dname), run)
-            ms_cublas = timer(lambda a=a, b=b: peer(a, b))
-            ms_fast = timer(lambda a=a, b=b: peer(a, b, True)) if ldtype.is_fp8 else None
-            ms_triton, triton_config, triton_failed = (
+            _, triton_config, triton_failed = (
                 triton_matmul_tma.best(a, b, c, timer) if args.triton else (None, None, {})
             )
+            # the winners of the tuning, then timed together (interleaved rounds)
+            lineup = Lineup()
+            lineup.join("ours", run(best))
+            lineup.join("cublas", lambda a=a, b=b: peer(a, b))
+            if ldtype.is_fp8:
+                lineup.join("cublas_fast", lambda a=a, b=b: peer(a, b, True))
+            if triton_config is not None:
+                lineup.join("triton", triton_matmul_tma.launcher(a, b, c, triton_config))
+            timed = lineup.time()
+            ms = timed["ours"].ms
+            ms_cublas = timed["cublas"].ms
+            ms_fast = timed["cublas_fast"].ms if "cublas_fast" in timed else None
+            ms_triton = timed["triton"].ms if "triton" in timed else None
             c.fill_(float("nan"))
             run(best)()
             torch.cuda.synchronize()
             ref = a.float() @ b.float().T
             err = ((c.float() - ref).norm() / ref.norm()).item()
             times = tuner.timings[(m, n, k, dname)]
-            ms = times[best]
             row = {
                 "M": m, "N": n, "K": k, "dtype": dname, "best": short(best),
                 "best_config": best.to_json(), "tflops": flop / ms / 1e9,
                 "cublas_tflops": flop / ms_cublas / 1e9, "ratio": ms_cublas / ms,
                 "rel_err": err,
                 "configs": {short(cf): flop / t / 1e9 for cf, t in times.items()},
+                "spread": {name: round(t.spread, 4) for name, t in timed.items()},
             }  # fmt: skip
             if ms_fast is not None:
                 row["cublas_fast_tflops"], row["ratio_fast"] = flop / ms_fast / 1e9, ms_fast / ms

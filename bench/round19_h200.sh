@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Round 19 on the lent H200 (session 19): every kernel of a configuration timed in interleaved
+# rounds (bench/timing.py), since timing one after another favoured whichever ran first.
+# Calls of one warm machine, each right after the last (it goes back after 30 idle seconds):
+#   bench/round19_h200.sh bias OUT   (carry carry/wheels carry/ptx carry/fa4a) FA4's first part
+#                                    stashed; the order bias measured (bench/order_bias.py);
+#                                    the runtime's reference-PTX GPU tests
+#   bench/round19_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
+#   bench/round19_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
+#                                    kernel and the source launched with no options) against
+#                                    FA4 and Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K
+#   bench/round19_h200.sh more OUT   (no carry) GQA 32/8 and 32/4 against FA4 and cuDNN; fp8
+#                                    attention against Triton's fp8 attention
+#   bench/round19_h200.sh gemm OUT   (no carry) GEMM bf16 and fp8 against cuBLAS and Triton's
+#                                    persistent TMA matmul
+# Each call logs the GPU's clocks and power every second (OUT/dmon.log).
+set -uo pipefail
+what="${1:?usage: bench/round19_h200.sh bias|fa4b|peers|more|gemm OUT_DIR}"
+out="${2:?usage: bench/round19_h200.sh bias|fa4b|peers|more|gemm OUT_DIR}"
+STEP_TAIL=${STEP_TAIL:-6}
+source bench/device_env.sh
+nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
+dmon=$!
+trap 'kill $dmon 2> /dev/null' EXIT
+
+if [ "$what" = bias ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
+    step order_bias 120 python3 bench/order_bias.py --out "$out/order_bias.json"
+    step reference_ptx 120 python3 -m pytest -p no:cacheprovider -m gpu -q -rfs \
+        tests/gpu/test_runtime_gpu.py
+elif [ "$what" = fa4b ]; then
+    source bench/fa4_h200.sh stash carry/fa4b
+elif [ "$what" = peers ]; then
+    source bench/fa4_h200.sh stash carry/fa4c
+    source bench/fa4_h200.sh install
+    STEP_TAIL=36 step attention_peers 480 python3 bench/attention.py --dtypes f16,bf16 \
+        --dims 64,128 --seqs 1024,2048,4096,16384 --peers fa4,triton \
+        --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
+elif [ "$what" = more ]; then
+    source bench/fa4_h200.sh install
+    for gqa in 32/8 32/4; do
+        step "gqa_${gqa/\//_}" 200 python3 bench/attention.py --dtypes f16 --dims 128 \
+            --seqs 4096 --gqa "$gqa" --gqa-seqs 4096,16384 --peers fa4,cudnn --schedules ours \
+            --out "$out/gqa_${gqa/\//_}.json"
+    done
+    step attention_fp8 240 python3 bench/attention_fp8.py --dims 128 --peers triton \
+        --out "$out/attention_fp8.json"
+elif [ "$what" = gemm ]; then
+    step gemm 540 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
+else
+    echo "unknown mode $what"; exit 2
+fi

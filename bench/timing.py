@@ -1,0 +1,114 @@
+"""Timing several kernels in one process fairly: interleaved rounds, each kernel's median.
+
+Timed one after another, kernels are not timed alike on the H200: the same PTX, timed first
+after a pause and again after two others (A B A), ran up to 6% faster the first time
+(bench/results/h200_2026-12-04_s18/{defer,rings}: `ours` against `ours_again`), so whichever
+kernel a benchmark times first gains. `interleaved` times every kernel once per round, starting
+each round one kernel further on, so each is timed first equally often when the rounds are a
+multiple of the kernels, and keeps the median of its rounds and their spread. Tuning (the
+fastest of a peer's configurations, our autotuner) may time kernels one by one; the numbers
+reported come from `interleaved`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+ROUNDS = 6
+REP_MS, WARMUP_MS = 40, 10
+
+
+def time_once(run: Callable[[], object], rep_ms: float = REP_MS) -> float:
+    """Milliseconds per call of `run`: the median of CUDA-event timings over `rep_ms`."""
+    from triton.testing import do_bench
+
+    return float(do_bench(run, warmup=WARMUP_MS, rep=rep_ms, return_mode="median"))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One kernel's milliseconds per call in each round, in the order the rounds ran."""
+
+    rounds: tuple[float, ...]
+
+    @property
+    def ms(self) -> float:
+        return statistics.median(self.rounds)
+
+    @property
+    def spread(self) -> float:
+        """(slowest - fastest round) / median: rounds that disagree by more than the gap
+        between two kernels leave that gap unmeasured."""
+        return (max(self.rounds) - min(self.rounds)) / self.ms
+
+
+def rounds_for(count: int, least: int = ROUNDS) -> int:
+    """The fewest rounds, at least `least`, that start with each of `count` kernels equally
+    often."""
+    return -(-least // count) * count if count else 0
+
+
+def interleaved(
+    runs: Mapping[str, Callable[[], object]],
+    least_rounds: int = ROUNDS,
+    rep_ms: float = REP_MS,
+    errors: dict[str, str] | None = None,
+    timer: Callable[[Callable[[], object], float], float] = time_once,
+) -> dict[str, Timing]:
+    """Each of `runs` (name -> a no-argument launch) timed by `timer` once per round, round r
+    in the order of `runs` rotated by r. A kernel that raises is left out from then on, its
+    first line in `errors`."""
+    names = list(runs)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    failed: set[str] = set()
+    for r in range(rounds_for(len(names), least_rounds)):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            if name in failed:
+                continue
+            try:
+                times[name].append(timer(runs[name], rep_ms))
+            except Exception as exc:  # noqa: BLE001 (one kernel failing must not lose the others)
+                failed.add(name)
+                if errors is not None:
+                    errors[name] = first_line(exc)
+    return {name: Timing(tuple(ms)) for name, ms in times.items() if ms and name not in failed}
+
+
+class Lineup:
+    """The kernels one configuration times: each launched once as it joins (one that raises
+    or fails its check stays out, its first line in `errors`), then all timed together by
+    `interleaved`."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Callable[[], object]] = {}
+        self.errors: dict[str, str] = {}
+
+    def join(
+        self,
+        name: str,
+        run: Callable[[], object],
+        check: Callable[[object], None] | None = None,
+    ) -> bool:
+        """Launch `run` once and pass its result to `check` (which raises on a wrong answer)."""
+        import torch
+
+        try:
+            result = run()
+            torch.cuda.synchronize()
+            if check is not None:
+                check(result)
+        except Exception as exc:  # noqa: BLE001 (a peer that cannot run this configuration)
+            self.errors[name] = first_line(exc)
+            return False
+        self.runs[name] = run
+        return True
+
+    def time(self, least_rounds: int = ROUNDS) -> dict[str, Timing]:
+        return interleaved(self.runs, least_rounds, errors=self.errors)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [repr(exc)])[0][:200]
