@@ -6,7 +6,8 @@ Configurations of ANCHORS.md: 16K tokens per batch (batch = 16384 / seq), hidden
 2048 / d), d 64 and 128, causal and not, f16 and bf16; plus grouped-query attention (`--gqa
 32/8`: 32 query heads and 8 K/V heads of d = 128). TFLOP/s = 4 * B * H * S^2 * d / t (halved
 when causal): every kernel of a configuration timed in interleaved rounds, each one's median
-round (bench/timing.py says why; `<name>_spread`: the rounds' spread). One JSON row per
+round (bench/timing.py says why; `<name>_rounds`: each round's TFLOP/s, `<name>_spread`: their
+spread). One JSON row per
 configuration (the file is rewritten after every row): `ours`, `ours_pingpong`, `ours_single`,
 `ours_straightforward`, `ours_persistent`, `ours_per_tile` (`SCHEDULES`; a schedule a shape
 cannot take leaves its column null and its one-line refusal under `<name>_error`), each peer
@@ -82,6 +83,10 @@ SCHEDULES = {
         "dims": (64,),
     },
     "ours_single": {"rotate": True, "pingpong": False, "split": False},
+    # the rotated loop guarded instead of peeled (the default before round 18; ping-pong's form)
+    "ours_guarded": {"rotate": True, "pingpong": False, "split": True, "peel": False},
+    # 2-deep K/V rings (FA4's depth) instead of 3
+    "ours_s2": {"rotate": True, "pingpong": False, "split": True, "stages": 2},
     "ours_straightforward": {"rotate": False, "pingpong": False, "split": True},
     # `ours` is the library's form (`default_form`): at d = 128 persistent (one program per SM
     # over the row blocks, dealt in snake waves; K/V rings 3 deep, Q's up to 2) without a causal
@@ -134,6 +139,8 @@ SCHEDULES = {
 }
 EXPERIMENTS = (
     *(f"ours_exp2_{share}" for share in (0, 1, 2, 3)),
+    "ours_guarded",
+    "ours_s2",
     "ours_launch_defaults",
     "ours_m128",
     "ours_m192_pingpong",
@@ -188,6 +195,7 @@ def record(row: dict, lineup: Lineup, least_rounds: int = ROUNDS) -> None:
     first line under <name>_error."""
     for name, timing in lineup.time(least_rounds).items():
         row[name], row[f"{name}_spread"] = tflops(row, timing.ms), round(timing.spread, 4)
+        row[f"{name}_rounds"] = [round(tflops(row, ms), 1) for ms in timing.rounds]
     for name, error in lineup.errors.items():
         row[name], row[f"{name}_error"] = None, error
 
@@ -268,7 +276,8 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
         pingpong = schedule["pingpong"] or args.pingpong
-        fixed = ("persistent", "stages", "block_m", "block_n", "tile_order", "exp2_emulation")
+        fixed = ("persistent", "stages", "block_m", "block_n", "tile_order", "exp2_emulation",
+                 "peel")  # fmt: skip
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
         # the library's rows and form for this length (`default_form`) unless the schedule
         # fixes them

@@ -5,6 +5,9 @@
 #   bench/round19_h200.sh bias OUT   (carry carry/wheels carry/ptx carry/fa4a) FA4's first part
 #                                    stashed; the order bias measured (bench/order_bias.py);
 #                                    the runtime's reference-PTX GPU tests
+#   bench/round19_h200.sh fair OUT   (carry carry/wheels) the schedules earlier rounds rejected
+#                                    when timed one after another, again in one interleaved
+#                                    lineup per configuration (f16, d = 64 and 128, 2K and 16K)
 #   bench/round19_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
 #   bench/round19_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
 #                                    kernel and the source launched with no options) against
@@ -15,8 +18,8 @@
 #                                    persistent TMA matmul
 # Each call logs the GPU's clocks and power every second (OUT/dmon.log).
 set -uo pipefail
-what="${1:?usage: bench/round19_h200.sh bias|fa4b|peers|more|gemm OUT_DIR}"
-out="${2:?usage: bench/round19_h200.sh bias|fa4b|peers|more|gemm OUT_DIR}"
+what="${1:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|gemm OUT_DIR}"
+out="${2:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
@@ -28,6 +31,12 @@ if [ "$what" = bias ]; then
     step order_bias 120 python3 bench/order_bias.py --out "$out/order_bias.json"
     step reference_ptx 120 python3 -m pytest -p no:cacheprovider -m gpu -q -rfs \
         tests/gpu/test_runtime_gpu.py
+elif [ "$what" = fair ]; then
+    schedules=ours,ours_guarded,ours_pingpong,ours_s2,ours_persistent,ours_per_tile
+    schedules+=,ours_persistent_heads_first,ours_m128,ours_m192_pingpong,ours_exp2_1
+    schedules+=,ours_n176,ours_n176_pingpong
+    STEP_TAIL=12 step fair 540 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+        --seqs 2048,16384 --no-peers --schedules "$schedules" --out "$out/fair.json"
 elif [ "$what" = fa4b ]; then
     source bench/fa4_h200.sh stash carry/fa4b
 elif [ "$what" = peers ]; then

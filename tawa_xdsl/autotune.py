@@ -24,7 +24,11 @@ version; atomic writes), so a new process reuses them without timing again.
 
 The timer is pluggable (`timer=`): a callable taking a zero-argument launcher and returning
 milliseconds; the default is `triton.testing.do_bench` (median), else CUDA events through
-torch, and it refuses in one line (`NoTimerError`) without a GPU.
+torch, and it refuses in one line (`NoTimerError`) without a GPU. Configs are timed in
+`rounds` rounds (default 3), each round in an order rotated by a third of the list, and each
+config keeps its median round: on a power-capped GPU the first kernel timed after a pause runs
+at a higher clock (up to 12% on the H200, bench/NOTES.md round 19), which a single pass in list
+order credits to the first config.
 
 Triton's conventions hold: `Config(kwargs, num_warps=, num_stages=, num_ctas=, maxnreg=,
 pre_hook=)` (`num_warps`, `num_ctas`, `maxnreg` kept as hints that choose nothing, see `Config`;
@@ -41,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import statistics
 import sys
 import types
 import warnings
@@ -175,9 +180,12 @@ class Autotuner:
         prune_configs_by: Mapping[str, Any] | None = None,
         reset_to_zero: Sequence[str] = (),
         restore_value: Sequence[str] = (),
+        rounds: int = 3,
     ):
         if not configs:
             raise ValueError("autotune needs at least one config")
+        if rounds < 1:
+            raise ValueError(f"autotune: rounds must be at least 1, got {rounds}")
         unknown = set(prune_configs_by or {}) - {"early_config_prune", "perf_model", "top_k"}
         if unknown:
             raise ValueError(
@@ -191,6 +199,7 @@ class Autotuner:
         self.configs = list(configs)
         self.key = list(key)
         self.timer = timer or default_timer
+        self.rounds = rounds
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.use_disk = use_disk
         self.best: dict[tuple[Any, ...], Config] = {}
@@ -283,20 +292,42 @@ class Autotuner:
             self.best[key] = self.with_hook(cached)
             return self.best[key]
         candidates = list(configs) if configs is not None else self.configs
-        timings: dict[Config, float] = {}
-        for config in candidates:
-            try:
-                timings[config] = float(self.timer(run(config)))
-            except NoTimerError:
-                raise
-            except Exception:  # noqa: BLE001 -- a config that cannot run is not a winner
-                timings[config] = math.inf
+        timings = self._time(candidates, run)
         best = min(candidates, key=lambda c: timings[c])
         if math.isinf(timings[best]):
             raise RuntimeError(f"autotune: no config of {self._name()} ran for key {key}")
         self.best[key], self.timings[key] = best, timings
         self._store(key, best, timings)
         return best
+
+    def _time(
+        self, candidates: list[Config], run: Callable[[Config], Callable[[], None]]
+    ) -> dict[Config, float]:
+        """Each candidate's median milliseconds over `rounds` rounds, round r starting r / rounds
+        of the way down the list; inf for a config that fails to prepare or to run."""
+        launchers: dict[Config, Callable[[], None]] = {}
+        timings: dict[Config, float] = {}
+        for config in candidates:
+            try:
+                launchers[config] = run(config)
+            except Exception:  # noqa: BLE001 -- a config that cannot run is not a winner
+                timings[config] = math.inf
+        times: dict[Config, list[float]] = {config: [] for config in launchers}
+        order = list(launchers)
+        for r in range(self.rounds):
+            shift = r * len(order) // self.rounds
+            for config in order[shift:] + order[:shift]:
+                if config in timings:
+                    continue
+                try:
+                    times[config].append(float(self.timer(launchers[config])))
+                except NoTimerError:
+                    raise
+                except Exception:  # noqa: BLE001 -- a config that cannot run is not a winner
+                    timings[config] = math.inf
+        for config, measured in times.items():
+            timings.setdefault(config, statistics.median(measured))
+        return timings
 
     # ------------------------------------------------------------------------ launching
 
@@ -375,6 +406,7 @@ def autotune(
     prune_configs_by: Mapping[str, Any] | None = None,
     reset_to_zero: Sequence[str] = (),
     restore_value: Sequence[str] = (),
+    rounds: int = 3,
 ) -> Callable[[Any], Autotuner]:
     """Decorate a `@jit` kernel: `@autotune(configs=[...], key=["M", "N", "K"])`."""
 
@@ -382,7 +414,7 @@ def autotune(
         return Autotuner(
             fn, configs, key, timer=timer, cache_dir=cache_dir, use_disk=use_disk,
             prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
-            restore_value=restore_value,
+            restore_value=restore_value, rounds=rounds,
         )  # fmt: skip
 
     return wrap

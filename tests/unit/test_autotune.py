@@ -33,7 +33,7 @@ CONFIGS = [  # the descriptors' block is 16: every config computes the same resu
 
 class FakeTimer:
     """Runs each launcher once (the interpreter checks it works) and reads its time from
-    `times` in the order configs are tried."""
+    `times` in the order configs are tried (one round in list order: `rounds=1`)."""
 
     def __init__(self, times: list[float]):
         self.times = list(times)
@@ -51,9 +51,9 @@ def _descs(n: int):
 
 def test_winner_is_fastest_and_launch_uses_it(tmp_path):
     timer = FakeTimer([3.0, 1.0, 2.0])
-    tuned = tawa_xdsl.autotune(configs=CONFIGS, key=["n"], timer=timer, cache_dir=tmp_path)(
-        scale_kernel
-    )
+    tuned = tawa_xdsl.autotune(
+        configs=CONFIGS, key=["n"], timer=timer, cache_dir=tmp_path, rounds=1
+    )(scale_kernel)
     x, y = _descs(64)
     x_desc = tawa_xdsl.TensorDescriptor.from_tensor(x, [16])
     y_desc = tawa_xdsl.TensorDescriptor.from_tensor(y, [16])
@@ -69,7 +69,7 @@ def test_winner_is_fastest_and_launch_uses_it(tmp_path):
 
 def test_new_key_tunes_again_and_disk_cache_is_reused(tmp_path):
     timer = FakeTimer([1.0, 5.0, 5.0])
-    tuner = Autotuner(scale_kernel, CONFIGS, ["n"], timer=timer, cache_dir=tmp_path)
+    tuner = Autotuner(scale_kernel, CONFIGS, ["n"], timer=timer, cache_dir=tmp_path, rounds=1)
     prepared: list[Config] = []
 
     def run(config: Config):
@@ -84,7 +84,7 @@ def test_new_key_tunes_again_and_disk_cache_is_reused(tmp_path):
     assert fresh.tune((64,), run) == CONFIGS[0]
     assert fresh.timer.calls == 0  # type: ignore[attr-defined]
     other = Autotuner(scale_kernel, CONFIGS[1:], ["n"], timer=FakeTimer([2.0, 1.0]),
-                      cache_dir=tmp_path)  # fmt: skip
+                      cache_dir=tmp_path, rounds=1)  # fmt: skip
     assert other.tune((64,), run) == CONFIGS[2]  # another config list: its own entry
 
 
@@ -101,6 +101,29 @@ def test_failing_configs_are_skipped(tmp_path):
         Autotuner(scale_kernel, CONFIGS[:1], ["n"], timer=FakeTimer([1.0]), use_disk=False).tune(
             (1,), run
         )
+
+
+def test_rounds_discount_the_first_kernel_after_a_pause():
+    base = {CONFIGS[0]: 1.1, CONFIGS[1]: 1.0, CONFIGS[2]: 1.2}
+    timed: list[float] = []
+
+    def timer(launch) -> float:  # the first kernel after a pause runs 20% fast
+        ms = launch() * (0.8 if not timed else 1.0)
+        timed.append(ms)
+        return ms
+
+    def run(config: Config):
+        return lambda: base[config]
+
+    single = Autotuner(scale_kernel, CONFIGS, ["n"], timer=timer, use_disk=False, rounds=1)
+    assert single.tune((1,), run) == CONFIGS[0]  # one pass credits the pause to the first
+    timed.clear()
+    rounds = Autotuner(scale_kernel, CONFIGS, ["n"], timer=timer, use_disk=False)
+    assert rounds.tune((1,), run) == CONFIGS[1]
+    assert len(timed) == 9
+    assert rounds.timings[(1,)] == base
+    with pytest.raises(ValueError, match="rounds must be at least 1"):
+        Autotuner(scale_kernel, CONFIGS, ["n"], timer=timer, rounds=0)
 
 
 def test_config_round_trip_and_options():

@@ -1,5 +1,6 @@
-"""bench/timing.py: interleaved rounds start with each kernel equally often, report each
-kernel's median round, and leave out a kernel that fails with its first line."""
+"""bench/timing.py: the kernels settle unrecorded, then interleaved rounds start with each
+kernel equally often, report each kernel's median round, and leave out a kernel that fails
+with its first line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from timing import Timing, interleaved, rounds_for  # noqa: E402
+from timing import SETTLE_MS, Timing, interleaved, rounds_for  # noqa: E402
 
 
 def test_rounds_are_a_multiple_of_the_kernels() -> None:
@@ -18,21 +19,20 @@ def test_rounds_are_a_multiple_of_the_kernels() -> None:
     assert rounds_for(0, 6) == 0
 
 
-def test_each_kernel_is_timed_first_equally_often() -> None:
-    order: list[str] = []
-    firsts: dict[str, int] = {}
+def test_each_kernel_is_timed_first_equally_often_after_settling() -> None:
+    calls: list[tuple[str, float]] = []
 
     def timer(run, rep_ms: float) -> float:
-        name = run()
-        if len(order) % 3 == 0:
-            firsts[name] = firsts.get(name, 0) + 1
-        order.append(name)
+        calls.append((run(), rep_ms))
         return 1.0
 
     runs = {name: (lambda name=name: name) for name in ("a", "b", "c")}
-    timings = interleaved(runs, least_rounds=5, timer=timer)
-    assert firsts == {"a": 2, "b": 2, "c": 2}
-    assert order[:6] == ["a", "b", "c", "b", "c", "a"]
+    timings = interleaved(runs, least_rounds=5, rep_ms=40, timer=timer)
+    settling, rounds = calls[:3], [name for name, _ in calls[3:]]
+    assert settling == [(name, SETTLE_MS / 3) for name in "abc"]
+    assert rounds[:6] == ["a", "b", "c", "b", "c", "a"]
+    assert sorted(rounds[::3]) == ["a", "a", "b", "b", "c", "c"]
+    assert all(rep == 40 for _, rep in calls[3:])
     assert all(len(t.rounds) == 6 for t in timings.values())
 
 
