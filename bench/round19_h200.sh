@@ -14,8 +14,9 @@
 #                                    FA4 and Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K
 #   bench/round19_h200.sh more OUT   (no carry) GQA 32/8 and 32/4 against FA4 and cuDNN; fp8
 #                                    attention against Triton's fp8 attention
-#   bench/round19_h200.sh gemm OUT   (no carry) GEMM bf16 and fp8 against cuBLAS and Triton's
-#                                    persistent TMA matmul
+#   bench/round19_h200.sh gemm OUT   (carry carry/wheels carry/fa4a on a fresh machine: FA4's
+#                                    first part stashed) GEMM bf16 and fp8 against cuBLAS and
+#                                    Triton's persistent TMA matmul
 # Each call logs the GPU's clocks and power every second (OUT/dmon.log).
 set -uo pipefail
 what="${1:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|gemm OUT_DIR}"
@@ -44,7 +45,7 @@ elif [ "$what" = peers ]; then
     source bench/fa4_h200.sh install
     STEP_TAIL=36 step attention_peers 480 python3 bench/attention.py --dtypes f16,bf16 \
         --dims 64,128 --seqs 1024,2048,4096,16384 --peers fa4,triton \
-        --schedules ours,ours_launch_defaults --out "$out/attention_peers.json"
+        --schedules ours,ours_launch_defaults --twin --out "$out/attention_peers.json"
 elif [ "$what" = more ]; then
     source bench/fa4_h200.sh install
     for gqa in 32/8 32/4; do
@@ -55,6 +56,7 @@ elif [ "$what" = more ]; then
     step attention_fp8 240 python3 bench/attention_fp8.py --dims 128 --peers triton \
         --out "$out/attention_fp8.json"
 elif [ "$what" = gemm ]; then
+    [ -d carry/fa4a ] && source bench/fa4_h200.sh stash carry/fa4a
     step gemm 540 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
 else
     echo "unknown mode $what"; exit 2

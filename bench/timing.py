@@ -4,8 +4,9 @@ Timed one after another, kernels are not timed alike on the H200: the same PTX, 
 after a pause and again after two others (A B A), ran up to 6% faster the first time
 (bench/results/h200_2026-12-04_s18/{defer,rings}: `ours` against `ours_again`), so whichever
 kernel a benchmark times first gains. `interleaved` times every kernel once per round, starting
-each round one kernel further on, so each is timed first equally often when the rounds are a
-multiple of the kernels, and keeps the median of its rounds and their spread. Before the first
+each round one kernel further on (and odd rounds backwards, so that no kernel always follows the
+same one), so each is timed first equally often when the rounds are a multiple of the kernels,
+and keeps the median of its rounds and their spread. Before the first
 round the kernels run unrecorded for `SETTLE_MS`: the H200 holds its power cap by lowering the
 clock within about a second of a load starting (bench/results/h200_2026-12-04_s19/*/dmon.log:
 1980 MHz idle, 1500-1900 MHz under attention), and the numbers are meant for that steady
@@ -20,8 +21,11 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-ROUNDS = 6
-REP_MS, WARMUP_MS = 40, 10
+ROUNDS = 4
+# each timing's own warm-up: the clock follows a new kernel's power draw within some 100 ms, so
+# a short warm-up times a kernel at its predecessor's clock (two launches of one kernel, 10 ms
+# warm-ups, differed by 10% at d = 64 causal 2K: round19 fair/, ours against ours_m128)
+REP_MS, WARMUP_MS = 40, 150
 SETTLE_MS = 1000
 
 
@@ -63,15 +67,14 @@ def interleaved(
     timer: Callable[[Callable[[], object], float], float] = time_once,
 ) -> dict[str, Timing]:
     """Each of `runs` (name -> a no-argument launch) timed by `timer` once per round, round r
-    in the order of `runs` rotated by r. A kernel that raises is left out from then on, its
-    first line in `errors`."""
+    in `round_order`. A kernel that raises is left out from then on, its first line in
+    `errors`."""
     names = list(runs)
     times: dict[str, list[float]] = {name: [] for name in names}
     failed: set[str] = set()
     settle(runs, timer, errors, failed)
     for r in range(rounds_for(len(names), least_rounds)):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in round_order(names, r):
             if name in failed:
                 continue
             try:
@@ -81,6 +84,13 @@ def interleaved(
                 if errors is not None:
                     errors[name] = first_line(exc)
     return {name: Timing(tuple(ms)) for name, ms in times.items() if ms and name not in failed}
+
+
+def round_order(names: list[str], r: int) -> list[str]:
+    """Round r's order: from the (r mod n)th name on, forwards in even rounds and backwards in
+    odd ones (each name first equally often over a multiple of n rounds; its neighbours vary)."""
+    step = -1 if r % 2 else 1
+    return [names[(r + step * i) % len(names)] for i in range(len(names))]
 
 
 def settle(

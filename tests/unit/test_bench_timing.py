@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from timing import SETTLE_MS, Timing, interleaved, rounds_for  # noqa: E402
+from timing import SETTLE_MS, Timing, interleaved, round_order, rounds_for  # noqa: E402
 
 
 def test_rounds_are_a_multiple_of_the_kernels() -> None:
@@ -30,10 +30,18 @@ def test_each_kernel_is_timed_first_equally_often_after_settling() -> None:
     timings = interleaved(runs, least_rounds=5, rep_ms=40, timer=timer)
     settling, rounds = calls[:3], [name for name, _ in calls[3:]]
     assert settling == [(name, SETTLE_MS / 3) for name in "abc"]
-    assert rounds[:6] == ["a", "b", "c", "b", "c", "a"]
+    assert rounds[:9] == ["a", "b", "c", "b", "a", "c", "c", "a", "b"]
     assert sorted(rounds[::3]) == ["a", "a", "b", "b", "c", "c"]
     assert all(rep == 40 for _, rep in calls[3:])
     assert all(len(t.rounds) == 6 for t in timings.values())
+
+
+def test_round_orders_start_everywhere_and_change_neighbours() -> None:
+    names = ["a", "b", "c", "d"]
+    orders = [round_order(names, r) for r in range(4)]
+    assert [order[0] for order in orders] == names
+    assert orders[1] == ["b", "a", "d", "c"]
+    assert all(sorted(order) == names for order in orders)
 
 
 def test_median_and_spread_of_the_rounds() -> None:
