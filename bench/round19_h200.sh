@@ -14,13 +14,16 @@
 #                                    FA4 and Triton TMA, f16 and bf16, d = 64 and 128, 1K-16K
 #   bench/round19_h200.sh more OUT   (no carry) GQA 32/8 and 32/4 against FA4 and cuDNN; fp8
 #                                    attention against Triton's fp8 attention
+#   bench/round19_h200.sh triton OUT (carry carry/wheels) the peers that need no FA4: fp8
+#                                    attention against Triton's, and f16 attention (ours twice)
+#                                    against Triton TMA at 2K and 16K keys
 #   bench/round19_h200.sh gemm OUT   (carry carry/wheels carry/fa4a on a fresh machine: FA4's
 #                                    first part stashed) GEMM bf16 and fp8 against cuBLAS and
 #                                    Triton's persistent TMA matmul
 # Each call logs the GPU's clocks and power every second (OUT/dmon.log).
 set -uo pipefail
-what="${1:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|gemm OUT_DIR}"
-out="${2:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|gemm OUT_DIR}"
+what="${1:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|triton|gemm OUT_DIR}"
+out="${2:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|triton|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
@@ -55,6 +58,12 @@ elif [ "$what" = more ]; then
     done
     step attention_fp8 240 python3 bench/attention_fp8.py --dims 128 --peers triton \
         --out "$out/attention_fp8.json"
+elif [ "$what" = triton ]; then
+    step attention_fp8 100 python3 bench/attention_fp8.py --dims 128 --peers triton \
+        --out "$out/attention_fp8.json"
+    STEP_TAIL=12 step attention_triton 150 python3 bench/attention.py --dtypes f16 \
+        --dims 64,128 --seqs 2048,16384 --peers triton --schedules ours --twin \
+        --out "$out/attention_triton.json"
 elif [ "$what" = gemm ]; then
     [ -d carry/fa4a ] && source bench/fa4_h200.sh stash carry/fa4a
     step gemm 540 python3 bench/gemm.py --dtypes bf16,fp8 --out "$out/gemm.json"
