@@ -8,6 +8,9 @@
 #   bench/round19_h200.sh fair OUT   (carry carry/wheels) the schedules earlier rounds rejected
 #                                    when timed one after another, again in one interleaved
 #                                    lineup per configuration (f16, d = 64 and 128, 2K and 16K)
+#   bench/round19_h200.sh fair2 OUT  (carry carry/wheels) the candidates `fair` left, on the
+#                                    final method, our kernel twice (f16, 2K, 4K and 16K)
+#   bench/round19_h200.sh fa4a OUT   (carry carry/fa4a) FA4's first part stashed
 #   bench/round19_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
 #   bench/round19_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
 #                                    kernel and the source launched with no options) against
@@ -22,8 +25,8 @@
 #                                    Triton's persistent TMA matmul
 # Each call logs the GPU's clocks and power every second (OUT/dmon.log).
 set -uo pipefail
-what="${1:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|triton|gemm OUT_DIR}"
-out="${2:?usage: bench/round19_h200.sh bias|fair|fa4b|peers|more|triton|gemm OUT_DIR}"
+what="${1:?usage: bench/round19_h200.sh bias|fair|fair2|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
+out="${2:?usage: bench/round19_h200.sh bias|fair|fair2|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
@@ -41,6 +44,13 @@ elif [ "$what" = fair ]; then
     schedules+=,ours_n176,ours_n176_pingpong
     STEP_TAIL=12 step fair 540 python3 bench/attention.py --dtypes f16 --dims 64,128 \
         --seqs 2048,16384 --no-peers --schedules "$schedules" --out "$out/fair.json"
+elif [ "$what" = fair2 ]; then
+    STEP_TAIL=20 step fair2 540 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+        --seqs 2048,4096,16384 --no-peers --twin \
+        --schedules ours,ours_persistent,ours_per_tile,ours_guarded,ours_s2 \
+        --out "$out/fair2.json"
+elif [ "$what" = fa4a ]; then
+    source bench/fa4_h200.sh stash carry/fa4a
 elif [ "$what" = fa4b ]; then
     source bench/fa4_h200.sh stash carry/fa4b
 elif [ "$what" = peers ]; then

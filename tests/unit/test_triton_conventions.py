@@ -27,6 +27,7 @@ def accumulate(x_desc, y_desc, BLOCK: tl.constexpr):
 
 
 def take_each(times: list[float]):
+    """A timer reading `times` in the order configs are timed (one round: `rounds=1`)."""
     calls = []
 
     def timer(run) -> float:
@@ -53,7 +54,7 @@ def test_triton_options_and_a_pre_hook_setting_block_shape(tmp_path) -> None:
     assert configs[0].options() == {} and configs[1].options() == {"num_stages": 3}
     timer, _ = take_each([2.0, 1.0])
     tuned = tawa_xdsl.autotune(configs, key=["x_desc"], timer=timer, cache_dir=tmp_path,
-                               reset_to_zero=["y_desc"])(accumulate)  # fmt: skip
+                               reset_to_zero=["y_desc"], rounds=1)(accumulate)  # fmt: skip
     x = np.arange(32, dtype=np.float32)
     y = np.zeros(32, np.float32)
     x_desc, y_desc = D(x, [1]), D(y, [1])  # the pre-hook sets the real block shapes
@@ -70,7 +71,7 @@ def test_restore_value_undoes_the_timed_launches(tmp_path) -> None:
     timer, calls = take_each([1.0, 2.0])
     configs = [Config({"BLOCK": 16}), Config({"BLOCK": 16}, num_stages=2)]
     tuned = Autotuner(accumulate, configs, ["x_desc"], timer=timer, use_disk=False,
-                      restore_value=["y_desc"])  # fmt: skip
+                      restore_value=["y_desc"], rounds=1)  # fmt: skip
     x = np.ones(32, np.float32)
     y = np.full(32, 5.0, np.float32)
     tuned[(2,)](D(x, [16]), D(y, [16]))
@@ -90,7 +91,7 @@ def test_prune_configs_by_early_prune_and_perf_model() -> None:
         return meta["num_stages"] * 10 - meta["BLOCK"]  # lower is faster
 
     timer, calls = take_each([3.0, 1.0])
-    tuner = Autotuner(accumulate, configs, ["x_desc"], timer=timer, use_disk=False,
+    tuner = Autotuner(accumulate, configs, ["x_desc"], timer=timer, use_disk=False, rounds=1,
                       prune_configs_by={"early_config_prune": early, "perf_model": model,
                                         "top_k": 2})  # fmt: skip
     x, y = np.ones(16, np.float32), np.zeros(16, np.float32)
