@@ -87,6 +87,14 @@ SCHEDULES = {
     "ours_guarded": {"rotate": True, "pingpong": False, "split": True, "peel": False},
     # 2-deep K/V rings (FA4's depth) instead of 3
     "ours_s2": {"rotate": True, "pingpong": False, "split": True, "stages": 2},
+    # O staged in shared memory and written by one TMA store, 2-deep rings (d = 128's room)
+    "ours_s2_tma_out": {
+        "rotate": True,
+        "pingpong": False,
+        "split": True,
+        "stages": 2,
+        "epilogue": "tma",
+    },
     "ours_straightforward": {"rotate": False, "pingpong": False, "split": True},
     # `ours` is the library's form (`default_form`): at d = 128 persistent (one program per SM
     # over the row blocks, dealt in snake waves; K/V rings 3 deep, Q's up to 2) without a causal
@@ -141,6 +149,7 @@ EXPERIMENTS = (
     *(f"ours_exp2_{share}" for share in (0, 1, 2, 3)),
     "ours_guarded",
     "ours_s2",
+    "ours_s2_tma_out",
     "ours_launch_defaults",
     "ours_twin",
     "ours_m128",
@@ -278,7 +287,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
             continue
         pingpong = schedule["pingpong"] or args.pingpong
         fixed = ("persistent", "stages", "block_m", "block_n", "tile_order", "exp2_emulation",
-                 "peel")  # fmt: skip
+                 "peel", "epilogue")  # fmt: skip
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
         # the library's rows and form for this length (`default_form`) unless the schedule
         # fixes them

@@ -47,7 +47,7 @@ elif [ "$what" = fair ]; then
 elif [ "$what" = fair2 ]; then
     STEP_TAIL=20 step fair2 540 python3 bench/attention.py --dtypes f16 --dims 64,128 \
         --seqs 2048,4096,16384 --no-peers --twin \
-        --schedules ours,ours_persistent,ours_per_tile,ours_guarded,ours_s2 \
+        --schedules ours,ours_persistent,ours_per_tile,ours_guarded,ours_s2,ours_s2_tma_out \
         --out "$out/fair2.json"
 elif [ "$what" = fa4a ]; then
     source bench/fa4_h200.sh stash carry/fa4a

@@ -252,6 +252,7 @@ def compile_options(
     tile_order: str = "xyz",
     exp2_emulation: int | None = None,
     peel: bool | None = None,
+    epilogue: str = "global",
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
@@ -271,6 +272,7 @@ def compile_options(
         tile_order=tile_order,
         exp2_emulation=exp2_emulation,
         peel=peel,
+        epilogue=epilogue,
     )
 
 
@@ -293,6 +295,7 @@ def compile_attention(
     tile_order: str = "xyz",
     exp2_emulation: int | None = None,
     peel: bool | None = None,
+    epilogue: str = "global",
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -317,11 +320,13 @@ def compile_attention(
     grid is the caller's); `default_form` says which rows and form `tawa_xdsl.ops.attention`
     launches for a length: 192 at d = 64 (three warpgroups at 160 registers, FA3's d = 64
     tile; d = 128 spills at 160). `exp2_emulation` (CompileOptions): eighths of the scores'
-    exp2s on the FMA units (None: emulate-exp2 chooses; none for these tiles)."""
+    exp2s on the FMA units (None: emulate-exp2 chooses; none for these tiles). `epilogue`
+    (CompileOptions): "tma" stages O in shared memory for one TMA store (d = 128 fits it with
+    2-deep rings), "global" stores it from registers."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
-        causal, tile_order, exp2_emulation, peel,
+        causal, tile_order, exp2_emulation, peel, epilogue,
     )  # fmt: skip
     module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)

@@ -67,6 +67,9 @@ VARIANTS = {  # candidate schedules beside the default (rotated, BLOCK_N = 128, 
     # share at d = 64 is two in eight: the default rows cover it)
     "exp2-all": {"exp2_emulation": 8},
     "m192-exp2-1": {"block_m": 192, "stages": 2, "exp2_emulation": 1},
+    # O staged in shared memory and written by one TMA store (2-deep rings: d = 128's room)
+    "tma-epilogue": {"stages": 2, "epilogue": "tma"},
+    "m192-tma-epilogue": {"block_m": 192, "stages": 2, "epilogue": "tma"},
 }
 
 

@@ -193,3 +193,15 @@ def test_the_lookahead_scores_are_defined_in_front_of_their_branch() -> None:
         end = next(j for j in range(start, len(lines)) if lines[j].startswith("$L_end_if_"))
         assert not any(reg in text for reg in before for text in lines[start:end])
     assert found >= 2  # the lookahead of each key loop (the split's two)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim, block_m", [(64, 192), (128, 128)])
+def test_tma_epilogue_assembles_clean(head_dim: int, block_m: int, causal: bool) -> None:
+    """O staged in shared memory and written by TMA stores (`epilogue="tma"`, 2-deep rings:
+    d = 128 has no room for the staging beside 3-deep ones), not by st.global."""
+    ptx = compile_attention(head_dim, "f16", causal, block_m=block_m, stages=2, epilogue="tma").ptx
+    check(ptx)
+    stores = [line for line in ptx.splitlines() if "cp.async.bulk.tensor" in line]
+    assert any("global.shared::cta" in line for line in stores)
+    assert not any(line.strip().startswith("st.global") for line in ptx.splitlines())

@@ -96,3 +96,17 @@ def test_peel_with_pingpong_is_refused_in_one_line() -> None:
     message = str(error.value)
     assert "\n" not in message and "attention.py:" in message
     assert "peel and pingpong together" in message
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tma_epilogue_matches_the_tile_level(causal: bool) -> None:
+    """The peeled loop with O written by TMA stores (`epilogue="tma"`) at the nvgpu level."""
+    module = attention.tile_module(HEAD_DIM, "f16", causal)
+    seq = 300
+    expected = tile_level(module, seq)
+    q, k, v = inputs(seq)
+    options = CompileOptions(stages=2, mma_depth=1, consumers=2, epilogue="tma")
+    o = np.zeros_like(q)
+    run_nvgpu_kernel(lower_to_nvgpu_level(module, options), attention.grid(seq, HEADS),
+                     [q, k, v, o, seq, SCALE])  # fmt: skip
+    close(o, expected)
