@@ -87,6 +87,22 @@ SCHEDULES = {
     "ours_guarded": {"rotate": True, "pingpong": False, "split": True, "peel": False},
     # 2-deep K/V rings (FA4's depth) instead of 3
     "ours_s2": {"rotate": True, "pingpong": False, "split": True, "stages": 2},
+    # causal row blocks in pairs, longest with shortest (`fold`): one program per pair, and
+    # persistent (every pair the same work, so a fixed deal is even)
+    "ours_fold": {
+        "rotate": True,
+        "pingpong": False,
+        "split": True,
+        "fold": True,
+        "persistent": False,
+    },  # fmt: skip
+    "ours_fold_persistent": {
+        "rotate": True,
+        "pingpong": False,
+        "split": True,
+        "fold": True,
+        "persistent": True,
+    },  # fmt: skip
     # O staged in shared memory and written by one TMA store, 2-deep rings (d = 128's room)
     "ours_s2_tma_out": {
         "rotate": True,
@@ -150,6 +166,8 @@ EXPERIMENTS = (
     "ours_guarded",
     "ours_s2",
     "ours_s2_tma_out",
+    "ours_fold",
+    "ours_fold_persistent",
     "ours_launch_defaults",
     "ours_twin",
     "ours_m128",
@@ -285,15 +303,17 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
     for name, schedule in SCHEDULES.items():
         if name not in args.schedules.split(",") or d not in schedule.get("dims", (d,)):
             continue
+        if schedule.get("fold") and not causal:  # pairs of causal row blocks only
+            continue
         pingpong = schedule["pingpong"] or args.pingpong
         fixed = ("persistent", "stages", "block_m", "block_n", "tile_order", "exp2_emulation",
-                 "peel", "epilogue")  # fmt: skip
+                 "peel", "epilogue", "fold")  # fmt: skip
         chosen = {**options, **{k: schedule[k] for k in fixed if k in schedule}}
         # the library's rows and form for this length (`default_form`) unless the schedule
         # fixes them
         rows_m = chosen.setdefault("block_m", default_form(d, causal, seq, pingpong)[0])
         chosen.setdefault("persistent", persistent_default(causal, pingpong, seq, rows_m))
-        rows = grid(seq, batch * heads, rows_m)
+        rows = grid(seq, batch * heads, rows_m, fold=chosen.get("fold", False))
         try:
             kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
                                        pingpong=pingpong, split=schedule["split"],

@@ -10,6 +10,9 @@
 #                                    lineup per configuration (f16, d = 64 and 128, 2K and 16K)
 #   bench/round19_h200.sh fair2 OUT  (carry carry/wheels) the candidates `fair` left, on the
 #                                    final method, our kernel twice (f16, 2K, 4K and 16K)
+#   bench/round19_h200.sh fold OUT   (carry carry/wheels) causal row blocks in pairs: their GPU
+#                                    tests, then timed against the library (f16, causal, 1K-16K,
+#                                    our kernel twice, the final method)
 #   bench/round19_h200.sh fa4a OUT   (carry carry/fa4a) FA4's first part stashed
 #   bench/round19_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
 #   bench/round19_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
@@ -25,8 +28,8 @@
 #                                    Triton's persistent TMA matmul
 # Each call logs the GPU's clocks and power every second (OUT/dmon.log).
 set -uo pipefail
-what="${1:?usage: bench/round19_h200.sh bias|fair|fair2|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
-out="${2:?usage: bench/round19_h200.sh bias|fair|fair2|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
+what="${1:?usage: bench/round19_h200.sh bias|fair|fair2|fold|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
+out="${2:?usage: bench/round19_h200.sh bias|fair|fair2|fold|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
 nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
@@ -49,6 +52,12 @@ elif [ "$what" = fair2 ]; then
         --seqs 2048,4096,16384 --no-peers --twin \
         --schedules ours,ours_persistent,ours_per_tile,ours_guarded,ours_s2,ours_s2_tma_out \
         --out "$out/fair2.json"
+elif [ "$what" = fold ]; then
+    step fold_gpu 200 python3 -m pytest -p no:cacheprovider -m gpu -q -rfs \
+        tests/gpu/test_attention_gpu.py -k "folded or tma"
+    STEP_TAIL=12 step fold 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
+        --seqs 1024,2048,4096,16384 --causal-only --no-peers --twin \
+        --schedules ours,ours_fold,ours_fold_persistent --out "$out/fold.json"
 elif [ "$what" = fa4a ]; then
     source bench/fa4_h200.sh stash carry/fa4a
 elif [ "$what" = fa4b ]; then

@@ -129,6 +129,29 @@ def test_persistent_attention_walks_several_tiles(
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("persistent", [False, True], ids=["per_pair", "persistent"])
+@pytest.mark.parametrize("seq", [200, 1000, 1100])
+@pytest.mark.parametrize("head_dim, block_m", [(64, 128), (64, 192), (128, 128)])
+def test_folded_causal_attention(head_dim: int, block_m: int, seq: int, persistent: bool) -> None:
+    """Causal row blocks in pairs, longest with shortest (`fold`): 40 heads of 2, 8 or 9
+    row blocks (seq 1100's middle block alone), one program per pair or persistent (each of
+    the 132 programs walking one to three pairs)."""
+    torch.manual_seed(seq + head_dim + block_m)
+    heads = 40
+    q, k, v = (torch.randn(heads, seq, head_dim, device="cuda").half() for _ in "qkv")
+    o = torch.full_like(q, float("nan"))
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    kernel = compile_attention(head_dim, "f16", True, block_m=block_m, persistent=persistent,
+                               fold=True)  # fmt: skip
+    kernel.launch(grid(seq, heads, block_m, fold=True), q, k, v, o, seq, sm_scale)
+    torch.cuda.synchronize()
+    expected = reference(q, k, v, sm_scale, True)
+    assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
+    err = (o.float() - expected).abs().max().item()
+    assert err < 2e-2, f"max abs error {err}"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("rotate", [True, False], ids=["rotated", "straightforward"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_gqa_attention_matches_float32(causal: bool, rotate: bool) -> None:
