@@ -24,8 +24,6 @@ from tawa_xdsl.transforms.warp_specialize import WarpSpecializePass
 from tawa_xdsl.verify.check import check_module
 from tests.unit.test_attention_schedules import HEAD_DIM, HEADS, SCALE, close, inputs, tile_level
 
-OPTIONS = CompileOptions(stages=3, mma_depth=1, consumers=2, verify=False)
-
 
 def launch(seq: int, persistent: bool) -> tuple[tuple[int, int, int], list[int]]:
     """The grid of the folded kernel and its trailing arguments (persistent: 3 programs)."""
@@ -88,3 +86,19 @@ def test_fold_without_a_causal_mask_or_with_the_lse_is_refused() -> None:
         attention.tile_module(HEAD_DIM, "f16", False, fold=True)
     with pytest.raises(ValueError, match="fold pairs causal row blocks"):
         attention.tile_module(HEAD_DIM, "f16", True, return_lse=True, fold=True)
+
+
+def test_grouped_query_heads_fold_too() -> None:
+    """GQA (two query heads on one K/V head) folded, at the nvgpu level, persistent."""
+    seq = 300
+    q, k, v = inputs(seq)
+    k, v = k[:1], v[:1]
+    expected = np.zeros_like(q)
+    run_kernel(attention.tile_module(HEAD_DIM, "f16", True, group=2),
+               attention.grid(seq, HEADS), [q, k, v, expected, seq, SCALE])  # fmt: skip
+    module = attention.tile_module(HEAD_DIM, "f16", True, group=2, fold=True)
+    options = CompileOptions(stages=3, mma_depth=1, consumers=2, persistent=True)
+    grid, extra = launch(seq, persistent=True)
+    o = np.full_like(q, np.nan)
+    run_nvgpu_kernel(lower_to_nvgpu_level(module, options), grid, [q, k, v, o, seq, SCALE, *extra])
+    close(o, expected)
