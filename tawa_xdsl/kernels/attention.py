@@ -10,7 +10,8 @@ r sees keys 0..r and the key loop stops after the diagonal block, and program i 
 block (blocks - 1 - i): the GPU starts programs in grid order, so the longest row blocks start
 first and the shortest fill the end of the grid (the row blocks of all heads longest first
 were 4-11% slower on the H200: the programs running together then read as many K/V heads,
-more than L2 holds; bench/NOTES.md, round 10). `sm_scale` must be
+more than L2 holds; bench/NOTES.md, round 10); with FOLD too, program i takes row blocks
+(blocks - 1 - i) and i, so every program does the same work. `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
@@ -267,7 +268,7 @@ def tile_module(
         CAUSAL=causal,
         GROUP=group,
         V_T=v_transposed,
-        **({"FOLD": True} if fold else {}),
+        FOLD=fold,
     )
     return kernel.module.clone()
 
