@@ -1,18 +1,16 @@
 """Timing several kernels in one process fairly: interleaved rounds, each kernel's median.
 
-Timed one after another, kernels are not timed alike on the H200: the same PTX, timed first
-after a pause and again after two others (A B A), ran up to 6% faster the first time
-(bench/results/h200_2026-12-04_s18/{defer,rings}: `ours` against `ours_again`), so whichever
-kernel a benchmark times first gains. `interleaved` times every kernel once per round, starting
-each round one kernel further on (and odd rounds backwards, so that no kernel always follows the
-same one), so each is timed first equally often when the rounds are a multiple of the kernels,
-and keeps the median of its rounds and their spread. Before the first
-round the kernels run unrecorded for `SETTLE_MS`: the H200 holds its power cap by lowering the
-clock within about a second of a load starting (bench/results/h200_2026-12-04_s19/*/dmon.log:
-1980 MHz idle, 1500-1900 MHz under attention), and the numbers are meant for that steady
-state, not for the first burst after a pause. Tuning (the
-fastest of a peer's configurations, our autotuner) may time kernels one by one; the numbers
-reported come from `interleaved`.
+The H200 holds its power cap by lowering its clock within about a second of a load starting
+(1980 MHz idle, 1500-1900 MHz under attention: bench/results/h200_2026-12-04_s19/*/dmon.log),
+so a kernel timed first after a pause runs fast: one launch timed four times back to back after
+2 s idle read 707, 625, 630 and 631 TFLOP/s (bench/order_bias.py, `bias/`). Timed one after
+another, whichever kernel a benchmark times first gains. So the kernels of a configuration
+first run unrecorded for `SETTLE_MS`, then `interleaved` times every kernel once per round,
+each round starting one kernel further on (odd rounds backwards, so that no kernel always
+follows the same one; each is first equally often when the rounds are a multiple of the
+kernels), each timing after its own warm-up, and keeps the median of each kernel's rounds and
+their spread. Tuning (the fastest of a peer's configurations) may time kernels one by one; the
+numbers reported come from `interleaved`.
 """
 
 from __future__ import annotations
