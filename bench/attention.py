@@ -87,8 +87,8 @@ SCHEDULES = {
     "ours_guarded": {"rotate": True, "pingpong": False, "split": True, "peel": False},
     # 2-deep K/V rings (FA4's depth) instead of 3
     "ours_s2": {"rotate": True, "pingpong": False, "split": True, "stages": 2},
-    # causal row blocks in pairs, longest with shortest (`fold`): one program per pair, and
-    # persistent (every pair the same work, so a fixed deal is even)
+    # causal row blocks in pairs, longest with shortest (`fold`, fold-grid): one program per
+    # pair, and persistent (every pair the same work, so a fixed deal is even)
     "ours_fold": {
         "rotate": True,
         "pingpong": False,
@@ -313,7 +313,7 @@ def one(d: int, seq: int, causal: bool, dtype: str, heads: int, kv_heads: int,
         # fixes them
         rows_m = chosen.setdefault("block_m", default_form(d, causal, seq, pingpong)[0])
         chosen.setdefault("persistent", persistent_default(causal, pingpong, seq, rows_m))
-        rows = grid(seq, batch * heads, rows_m, fold=chosen.get("fold", False))
+        rows = grid(seq, batch * heads, rows_m)
         try:
             kernel = compile_attention(d, dtype, causal, rotate=schedule["rotate"],
                                        pingpong=pingpong, split=schedule["split"],

@@ -52,6 +52,7 @@ from tawa_xdsl.runtime.launch import (
 )
 from tawa_xdsl.transforms.defer_row_sums import DeferRowSumsPass
 from tawa_xdsl.transforms.emulate_exp2 import EmulateExp2Pass
+from tawa_xdsl.transforms.fold_grid import fold_launch
 from tawa_xdsl.transforms.legalize_nvgpu import LegalizeNvgpuPass
 from tawa_xdsl.transforms.lower_aref import LowerArefPass
 from tawa_xdsl.transforms.lower_to_nvgpu import LowerToNvgpuPass
@@ -74,6 +75,10 @@ class CompileOptions:
     # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 3 for tiles of 192 rows,
     # 2 for 128 or 256, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
+    # each program runs the body for itself and its mirror along x (fold-grid; the grid's x
+    # halved): where the work grows along x (causal attention's row blocks), every program the
+    # same work
+    fold: bool = False
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
@@ -151,6 +156,7 @@ OPTION_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "stages": CHOSEN,
     "mma_depth": CHOSEN,
     "consumers": CHOSEN,
+    "fold": BOOL,
     "persistent": BOOL,
     "ctas_per_sm": INT,
     "tile_order": (is_axis_order, 'a permutation of "xyz"'),
@@ -217,6 +223,7 @@ def pipeline(options: CompileOptions) -> list[tuple[str, ModulePass]]:
                 mma_depth=options.mma_depth,
                 consumers=options.consumers,
                 persistent=options.persistent,
+                fold=options.fold,
                 ctas_per_sm=options.ctas_per_sm,
                 epilogue=options.epilogue,
                 rotate=options.rotate,
@@ -273,17 +280,23 @@ class CompiledKernel:
     smem_bytes: int
     threads: int
     persistent: bool
-    arg_count: int  # user-visible arguments (persistent kernels take 3 more, appended here)
+    # user-visible arguments (a folded kernel takes 1 more, a persistent one 3, appended here)
+    arg_count: int
     ir: dict[str, str] = field(default_factory=dict)
     ctas_per_sm: int = 1  # CTAs sharing an SM: a persistent launch starts that many per SM
+    fold: bool = False  # launched over half the grid's x (fold-grid), its x extent appended
 
     def grid(self, grid: Sequence[int] | int, sms: int = 132) -> tuple[Dim3, list[int]]:
         """The launch grid for the logical `grid`, and the extra trailing arguments."""
         dims = [grid] if isinstance(grid, int) else list(grid)
         dims = (dims + [1, 1])[:3]
+        extra: list[int] = []
+        if self.fold:
+            dims, extra = fold_launch(dims)
         if self.persistent:
-            return persistent_launch(dims, sms * self.ctas_per_sm)
-        return (dims[0], dims[1], dims[2]), []
+            launch, walk = persistent_launch(dims, sms * self.ctas_per_sm)
+            return launch, extra + walk
+        return (dims[0], dims[1], dims[2]), extra
 
     def prepare(self, grid: Sequence[int] | int, *args: Any, stream: Any = 0) -> PreparedLaunch:
         """`runtime.launch.prepare_compiled`: a launcher with everything packed once."""
@@ -353,6 +366,7 @@ def compile_to_ptx(
         arg_count=arg_count,
         ir=ir,
         ctas_per_sm=opts.ctas_per_sm,
+        fold=opts.fold,
     )
 
 

@@ -10,8 +10,7 @@ r sees keys 0..r and the key loop stops after the diagonal block, and program i 
 block (blocks - 1 - i): the GPU starts programs in grid order, so the longest row blocks start
 first and the shortest fill the end of the grid (the row blocks of all heads longest first
 were 4-11% slower on the H200: the programs running together then read as many K/V heads,
-more than L2 holds; bench/NOTES.md, round 10); with FOLD too, program i takes row blocks
-(blocks - 1 - i) and i, so every program does the same work. `sm_scale` must be
+more than L2 holds; bench/NOTES.md, round 10). `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
@@ -91,13 +90,17 @@ def attn_inner(
 
 
 @tawa_xdsl.jit
-def attn_block(
-    q_desc, k_desc, v_desc, o_desc, seq, sm_scale, start_m, head,
+def attn_rows(
+    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, GROUP: tl.constexpr, V_T: tl.constexpr,
 ):  # fmt: skip
-    """Store O for row block `start_m` of `head`; return where its rows start and their
-    softmax statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
+    """Store O for this program's BLOCK_M rows; return where they are and their softmax
+    statistics (the row max m_i, in scaled base-2 units, and the row sum l_i)."""
+    start_m = tl.program_id(0)
+    if CAUSAL:  # longest first: the last row blocks have the most keys (FA3's causal order)
+        start_m = tl.num_programs(0) - 1 - start_m
+    head = tl.program_id(1)
     off_m = start_m * BLOCK_M
     qk_scale = sm_scale * 1.44269504  # log2(e): exp(x) = exp2(x * log2(e))
     q = q_desc.load([head, off_m, 0]).reshape([BLOCK_M, HEAD_DIM])
@@ -113,25 +116,6 @@ def attn_block(
     )  # fmt: skip
     out = acc / l_i[:, None]
     o_desc.store([head, off_m, 0], out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
-    return off_m, m_i, l_i
-
-
-@tawa_xdsl.jit
-def attn_rows(
-    q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    CAUSAL: tl.constexpr, GROUP: tl.constexpr, V_T: tl.constexpr,
-):  # fmt: skip
-    """Store O for this program's BLOCK_M rows; return their head, where they start and
-    their softmax statistics."""
-    start_m = tl.program_id(0)
-    if CAUSAL:  # longest first: the last row blocks have the most keys (FA3's causal order)
-        start_m = tl.num_programs(0) - 1 - start_m
-    head = tl.program_id(1)
-    off_m, m_i, l_i = attn_block(
-        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, start_m, head, HEAD_DIM, BLOCK_M,
-        BLOCK_N, CAUSAL, GROUP, V_T,
-    )  # fmt: skip
     return head, off_m, m_i, l_i
 
 
@@ -140,25 +124,11 @@ def attn_fwd(
     q_desc, k_desc, v_desc, o_desc, seq, sm_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1, V_T: tl.constexpr = False,
-    FOLD: tl.constexpr = False,
 ):  # fmt: skip
-    """With FOLD (causal), program i takes row blocks (blocks - 1 - i) and i, the longest
-    with the shortest: every program then walks blocks + 1 key blocks (the middle block of
-    an odd count alone), so a persistent deal is even; launch it over `grid(..., fold=True)`."""
-    if FOLD:
-        blocks = tl.cdiv(seq, BLOCK_M)
-        pair = tl.program_id(0)
-        longest = blocks - 1 - pair
-        for half in tl.range(0, tl.minimum(longest - pair + 1, 2)):
-            attn_block(
-                q_desc, k_desc, v_desc, o_desc, seq, sm_scale, longest - half * (longest - pair),
-                tl.program_id(1), HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, GROUP, V_T,
-            )  # fmt: skip
-    else:
-        attn_rows(
-            q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
-            GROUP, V_T,
-        )  # fmt: skip
+    attn_rows(
+        q_desc, k_desc, v_desc, o_desc, seq, sm_scale, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL,
+        GROUP, V_T,
+    )  # fmt: skip
 
 
 @tawa_xdsl.jit
@@ -238,18 +208,14 @@ def tile_module(
     return_lse: bool = False,
     block_m: int = BLOCK_M,
     group: int = 1,
-    fold: bool = False,
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
     Q, K, V of `dtype` ("f16", "bf16" or "e4m3") and O of `OUT_DTYPES[dtype]` (a fresh
     module); `group` query heads share each K/V head (GQA). With e4m3, V comes transposed
     ([B*H, d, seq], rows 16 bytes apart for TMA: fp8 wgmma reads its B operand K-major only)
-    and P is rounded to e4m3. `fold` (causal, no lse): row blocks in pairs, longest with
-    shortest (`attn_fwd`'s FOLD)."""
+    and P is rounded to e4m3."""
     if dtype not in DTYPES:
         raise ValueError(f"attention: dtype must be f16, bf16 or e4m3, got {dtype}")
-    if fold and (not causal or return_lse):
-        raise ValueError("attention: fold pairs causal row blocks and writes no lse")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)
     v_transposed = dtype == "e4m3"
     v_block = (1, head_dim, bn) if v_transposed else (1, bn, head_dim)
@@ -268,7 +234,6 @@ def tile_module(
         CAUSAL=causal,
         GROUP=group,
         V_T=v_transposed,
-        FOLD=fold,
     )
     return kernel.module.clone()
 
@@ -288,6 +253,7 @@ def compile_options(
     exp2_emulation: int | None = None,
     peel: bool | None = None,
     epilogue: str = "global",
+    fold: bool = False,
 ) -> CompileOptions:
     """The options of the tuned attention (`compile_attention` says what each one does): one
     consumer warpgroup per 64 query rows; persistent or not by `persistent_default` unless
@@ -308,6 +274,7 @@ def compile_options(
         exp2_emulation=exp2_emulation,
         peel=peel,
         epilogue=epilogue,
+        fold=fold,
     )
 
 
@@ -357,23 +324,19 @@ def compile_attention(
     launches for a length: 192 at d = 64 (three warpgroups at 160 registers, FA3's d = 64
     tile; d = 128 spills at 160). `exp2_emulation` (CompileOptions): eighths of the scores'
     exp2s on the FMA units (None: emulate-exp2 chooses; none for these tiles). `epilogue`
-    (CompileOptions): "tma" stages O in shared memory for one TMA store (d = 128 fits it with
-    2-deep rings), "global" stores it from registers. `fold` (causal): each program takes a
-    pair of row blocks, the longest with the shortest (`attn_fwd`'s FOLD): launch it over
-    `grid(seq, heads, block_m, fold=True)`."""
+    (CompileOptions): "tma" stages O in shared memory for TMA stores (d = 128 fits it with
+    2-deep rings), "global" stores it from registers. `fold` (CompileOptions, fold-grid): each
+    program takes a row block and its mirror, causal's longest with its shortest, so that
+    every program walks the same keys (launched over the same grid: the kernel halves it)."""
     bn = block_n or default_block_n(head_dim)
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
-        causal, tile_order, exp2_emulation, peel, epilogue,
+        causal, tile_order, exp2_emulation, peel, epilogue, fold,
     )  # fmt: skip
-    module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group, fold)
+    module = tile_module(head_dim, dtype, causal, bn, return_lse, block_m, group)
     return compile_to_ptx(module, options)
 
 
-def grid(
-    seq: int, batch_heads: int, block_m: int = BLOCK_M, fold: bool = False
-) -> tuple[int, int, int]:
-    """One program per `block_m` query rows of one (batch, head); with `fold`, per pair of
-    row blocks."""
-    blocks = -(-seq // block_m)
-    return (-(-blocks // 2) if fold else blocks, batch_heads, 1)
+def grid(seq: int, batch_heads: int, block_m: int = BLOCK_M) -> tuple[int, int, int]:
+    """One program per `block_m` query rows of one (batch, head)."""
+    return (-(-seq // block_m), batch_heads, 1)

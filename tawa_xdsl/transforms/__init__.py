@@ -15,6 +15,12 @@ def get_split_masked_loops() -> type[ModulePass]:
     return SplitMaskedLoopsPass
 
 
+def get_fold_grid() -> type[ModulePass]:
+    from tawa_xdsl.transforms.fold_grid import FoldGridPass
+
+    return FoldGridPass
+
+
 def get_persistent() -> type[ModulePass]:
     from tawa_xdsl.transforms.persistent import PersistentPass
 
@@ -120,6 +126,7 @@ def get_verify_pipeline() -> type[ModulePass]:
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "split-masked-loops": get_split_masked_loops,
+        "fold-grid": get_fold_grid,
         "persistent": get_persistent,
         "partition": get_partition,
         "insert-aref": get_insert_aref,

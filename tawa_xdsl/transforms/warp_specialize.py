@@ -34,6 +34,7 @@ from tawa_xdsl.dialects import make_context
 from tawa_xdsl.dialects.nvgpu import CTAS_PER_SM_ATTR, MAX_CTAS_PER_SM
 from tawa_xdsl.transforms.cooperative_consumers import CooperativeConsumersPass
 from tawa_xdsl.transforms.distribute import DistributePass
+from tawa_xdsl.transforms.fold_grid import FoldGridPass
 from tawa_xdsl.transforms.insert_aref import InsertArefPass
 from tawa_xdsl.transforms.mma_lag import MmaLagPass
 from tawa_xdsl.transforms.partition import PartitionPass
@@ -50,7 +51,8 @@ __all__ = ["WarpSpecializePass", "persistent_launch", "warp_specialize"]
 
 @dataclass(frozen=True)
 class WarpSpecializePass(ModulePass):
-    """The tile -> aref pipeline: [split-masked-loops,] [persistent,] partition, insert-aref,
+    """The tile -> aref pipeline: [split-masked-loops,] [fold-grid,] [persistent,] partition,
+    insert-aref,
     ring-depth, distribute, cooperative-consumers, [software-pipeline,] mma-lag,
     place-releases.
 
@@ -61,6 +63,9 @@ class WarpSpecializePass(ModulePass):
                                  oldest (None: chosen per loop, see mma-lag).
       consumers: int | None = 1  consumer warpgroups cooperating on one tile (1, 2 or 3; None:
                                  chosen from the tile rows, see cooperative-consumers).
+      fold: bool = False         each program runs its body for itself and its mirror along x
+                                 (fold-grid: the grid's x halved, an even deal where the work
+                                 grows along x).
       persistent: bool = False   loop each program over output tiles (grid = #SMs).
       tile_order: str = "xyz"    the persistent walk's axes, the fastest first (persistent).
       attention: bool = True     software-pipeline the attention consumer (QK^T of j+1 before
@@ -95,6 +100,7 @@ class WarpSpecializePass(ModulePass):
     tile_order: str = "xyz"
     ctas_per_sm: int = 1
     peel: bool = False
+    fold: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernel = find_kernel(op, self.name)
@@ -114,6 +120,7 @@ class WarpSpecializePass(ModulePass):
         if self.ctas_per_sm > 1:
             kernel.attributes[CTAS_PER_SM_ATTR] = IntegerAttr(self.ctas_per_sm, i32)
         passes: list[ModulePass] = [SplitMaskedLoopsPass()] if self.split_loops else []
+        passes += [FoldGridPass()] if self.fold else []
         passes += [PersistentPass(order=self.tile_order)] if self.persistent else []
         passes += [
             PartitionPass(),

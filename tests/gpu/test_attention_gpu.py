@@ -133,9 +133,9 @@ def test_persistent_attention_walks_several_tiles(
 @pytest.mark.parametrize("seq", [200, 1000, 1100])
 @pytest.mark.parametrize("head_dim, block_m", [(64, 128), (64, 192), (128, 128)])
 def test_folded_causal_attention(head_dim: int, block_m: int, seq: int, persistent: bool) -> None:
-    """Causal row blocks in pairs, longest with shortest (`fold`): 40 heads of 2, 8 or 9
-    row blocks (seq 1100's middle block alone), one program per pair or persistent (each of
-    the 132 programs walking one to three pairs)."""
+    """Causal row blocks in pairs, longest with shortest (`fold`, fold-grid): 40 heads of 2,
+    8 or 9 row blocks (seq 1100's middle block alone), one program per pair or persistent
+    (each of the 132 programs walking one to three pairs)."""
     torch.manual_seed(seq + head_dim + block_m)
     heads = 40
     q, k, v = (torch.randn(heads, seq, head_dim, device="cuda").half() for _ in "qkv")
@@ -143,7 +143,7 @@ def test_folded_causal_attention(head_dim: int, block_m: int, seq: int, persiste
     sm_scale = 1.0 / math.sqrt(head_dim)
     kernel = compile_attention(head_dim, "f16", True, block_m=block_m, persistent=persistent,
                                fold=True)  # fmt: skip
-    kernel.launch(grid(seq, heads, block_m, fold=True), q, k, v, o, seq, sm_scale)
+    kernel.launch(grid(seq, heads, block_m), q, k, v, o, seq, sm_scale)
     torch.cuda.synchronize()
     expected = reference(q, k, v, sm_scale, True)
     assert int(torch.isnan(o).sum()) == 0, "outputs left unwritten (or NaN)"
