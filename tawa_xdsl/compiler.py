@@ -75,10 +75,6 @@ class CompileOptions:
     # consumer warpgroups cooperating on one tile (1, 2 or 3); None: 3 for tiles of 192 rows,
     # 2 for 128 or 256, 1 for 64 (chosen by cooperative-consumers and written into the IR)
     consumers: int | None = None
-    # each program runs the body for itself and its mirror along x (fold-grid; the grid's x
-    # halved): where the work grows along x (causal attention's row blocks), every program the
-    # same work
-    fold: bool = False
     persistent: bool = False  # one program per SM looping over tiles
     epilogue: str = "global"  # "global" (st.global) or "tma" (st.shared + TMA store)
     verify: bool = True  # prove every ring's barrier protocol after lower-aref (tawa_xdsl.verify)
@@ -111,6 +107,10 @@ class CompileOptions:
     # launch starts N programs per SM (two 128 x 128 GEMM CTAs overlap one's epilogue with the
     # other's MMAs)
     ctas_per_sm: int = 1
+    # each program runs the body for itself and its mirror along x (fold-grid; the grid's x
+    # halved): where the work grows along x (causal attention's row blocks), every program the
+    # same work
+    fold: bool = False
 
     def __post_init__(self) -> None:
         for option in fields(self):

@@ -69,6 +69,7 @@ class Options:
     verify: bool = True
     rotate: bool = False
     tile_order: str = "xyz"  # persistent launches: the walk's axes, the fastest first
+    fold: bool = False  # each program also runs its mirror's program id along x (fold-grid)
 
     def key(self) -> str:
         """`D3 P2 C1 persistent` for summaries."""
@@ -77,6 +78,7 @@ class Options:
             "" if self.attention else " no-sw"
         )
         extra += (" rotated" if self.rotate else "") + ("" if self.verify else " unverified")
+        extra += " folded" if self.fold else ""
         depth = "chosen" if self.mma_depth is None else self.mma_depth
         return f"D{self.stages} P{depth} C{self.consumers}{extra}"
 
@@ -184,6 +186,7 @@ def warp_specialized(text: str, options: Options) -> Any:
         attention=options.attention,
         rotate=options.rotate,
         tile_order=options.tile_order,
+        fold=options.fold,
     )
 
 
@@ -290,6 +293,7 @@ def gpu_kernel(text: str, options: Options) -> Any:
         verify=options.verify,
         rotate=options.rotate,
         tile_order=options.tile_order,
+        fold=options.fold,
     )
     try:
         return compile_to_ptx(_parse(text), compile_options)
@@ -324,6 +328,7 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
     from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
     from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
     from tawa_xdsl.interp.tile import run_kernel
+    from tawa_xdsl.transforms.fold_grid import fold_launch
     from tawa_xdsl.transforms.persistent import persistent_launch
 
     outcome = outcome if outcome is not None else Outcome()
@@ -360,9 +365,12 @@ def check_case(case: Case, outcome: Outcome | None = None) -> Outcome:
 
     def launch_ws(run: Callable[..., Any], ws: Any, schedule: Schedule) -> np.ndarray:
         run_args = _copy_args(args)
-        launch_grid, extra = grid, []
+        launch_grid, extra = list(grid), []
+        if opts.fold:
+            launch_grid, extra = fold_launch((launch_grid + [1, 1])[:3])
         if opts.persistent:
-            launch_grid, extra = persistent_launch(grid, opts.sms)
+            launch_grid, walk = persistent_launch(launch_grid, opts.sms)
+            extra += walk
         run(ws, launch_grid, [*run_args, *extra], schedule=schedule)
         return run_args[out]
 

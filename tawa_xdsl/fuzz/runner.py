@@ -75,7 +75,7 @@ class Summary:
 
     def option_values(self) -> dict[str, list[str]]:
         """Each option's values seen, with counts (from the `Options.key()` strings)."""
-        names = ("D", "P", "C", "persistent", "walk", "rotated")
+        names = ("D", "P", "C", "persistent", "walk", "rotated", "folded")
         seen: dict[str, Counter[str]] = {n: Counter() for n in names}
         for key, count in self.options.items():
             parts = key.split()
@@ -85,6 +85,7 @@ class Summary:
             if "persistent" in parts:  # the walk's order follows it when not x fastest
                 seen["walk"]["yxz" if "yxz" in parts else "xyz"] += count
             seen["rotated"]["yes" if "rotated" in parts else "no"] += count
+            seen["folded"]["yes" if "folded" in parts else "no"] += count
         return {n: [f"{v} ({c})" for v, c in sorted(vals.items())] for n, vals in seen.items()}
 
     def render(self) -> str:
@@ -101,7 +102,7 @@ class Summary:
             f"  values:       {counts(self.values)}",
             f"  levels run:   {counts(self.levels_ran)}",
             f"  options covered: {len(self.options)} combinations of (D, P, consumers, "
-            "persistent and its walk, attention pipelining, its rotation)",
+            "persistent and its walk, attention pipelining, its rotation, the grid folded)",
         ]
         for name, values in self.option_values().items():
             lines.append(f"    {name}: {', '.join(values)}")

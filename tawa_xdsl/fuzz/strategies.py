@@ -25,7 +25,8 @@ What they draw, all within what the compiler supports:
   `fitting_stages` for the GPU, `accepted_depth` for the CPU levels), P 1..3 or chosen,
   cooperative consumers (64 rows or more each: 2 at BLOCK_M 128, 3 at an attention BLOCK_M of
   192),
-  persistent on 1..3 SMs (the walk x or y fastest), attention pipelining on/off (CPU);
+  persistent on 1..3 SMs (the walk x or y fastest), the grid folded or not (fold-grid),
+  attention pipelining on/off (CPU);
 * schedules (`schedules`): named adversarial policies, random seeds, or Hypothesis-drawn
   choice lists (shrinkable).
 """
@@ -201,6 +202,7 @@ def options(draw: st.DrawFn, program: Program, gpu: bool = False) -> Options:
         sms=draw(st.integers(1, 3)),
         rotate=draw(st.booleans()),
         tile_order=draw(st.sampled_from(["xyz", "yxz"])) if persistent else "xyz",
+        fold=draw(st.booleans()),
     )
     return drawn if gpu else accepted_depth(program, drawn)
 

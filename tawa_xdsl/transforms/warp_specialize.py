@@ -150,11 +150,12 @@ def warp_specialize(
     split_loops: bool = True,
     rotate: bool = False,
     tile_order: str = "xyz",
+    fold: bool = False,
 ) -> ModuleOp:
     """A warp-specialized copy of `module` (see the module docstring)."""
     result = module.clone()
     WarpSpecializePass(
         stages, mma_depth, consumers, persistent, attention, epilogue, rotate,
-        split_loops=split_loops, tile_order=tile_order,
+        split_loops=split_loops, tile_order=tile_order, fold=fold,
     ).apply(make_context(), result)  # fmt: skip
     return result
