@@ -55,7 +55,7 @@ def test_every_option_has_one_launch_name() -> None:
         "stages": 3, "mma_depth": 1, "consumers": 1, "persistent": True, "epilogue": "tma",
         "verify": False, "registers": (24, 240), "pingpong": True, "rotate": False,
         "split_loops": False, "tile_order": "yxz", "exp2_emulation": 2, "ctas_per_sm": 2,
-        "peel": False,
+        "peel": False, "fold": True,
     }  # fmt: skip
     default = CompileOptions()
     for launch, name in LAUNCH_OPTIONS.items():
