@@ -1,6 +1,6 @@
 """The mutation corpus: barrier bugs planted into the lowered GEMM, attention and causal
-attention (persistent and not), at the mbarrier level and at the nvgpu level (the IR emit-ptx
-prints), by `tawa_xdsl.verify.mutations`.
+attention (persistent and not; causal folded too), at the mbarrier level and at the nvgpu
+level (the IR emit-ptx prints), by `tawa_xdsl.verify.mutations`.
 
 Every broken mutation must be rejected by the proof (a refusal naming the op, or a
 counterexample: never "proved") and by a dynamic oracle (the mbarrier or nvgpu interpreter:
@@ -27,6 +27,7 @@ from tawa_xdsl.interp.mbarrier import run_mbarrier_kernel
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.kernels import attention
 from tawa_xdsl.kernels.gemm import gemm_tile_ir
+from tawa_xdsl.transforms.fold_grid import fold_launch
 from tawa_xdsl.transforms.persistent import persistent_launch
 from tawa_xdsl.verify.check import verify_module, verify_ring
 from tawa_xdsl.verify.extract import ExtractionError, extract, shape_key
@@ -92,6 +93,19 @@ KERNELS = {
             CompileOptions(stages=2, consumers=2, persistent=True, verify=False),
             "causal",
         ),
+        # fold-grid: each program runs a row block and its mirror's (three blocks: one pair
+        # loop of two trips, one of one), alone and persistent
+        Kernel(
+            "fcausal",
+            CompileOptions(stages=2, mma_depth=1, consumers=2, rotate=False, fold=True,
+                           verify=False),  # fmt: skip
+            "causal",
+        ),
+        Kernel(
+            "fpcausal",
+            CompileOptions(stages=2, consumers=2, persistent=True, fold=True, verify=False),
+            "causal",
+        ),
     ]
 }
 
@@ -105,10 +119,10 @@ PLAN: dict[str, list[str]] = {
     "drain_wrong_start": ["pgemm"],
     "drain_wrong_slot": ["pgemm"],
     "slot_on_induction_variable": ["pgemm"],
-    "counter_restarts_per_tile": ["pgemm", "pcausal", "rpcausal"],
+    "counter_restarts_per_tile": ["pgemm", "pcausal", "rpcausal", "fcausal", "fpcausal"],
     "slot_plus_warpgroup": ["gemm"],
     "slot_far_offset": ["gemm1", "pgemm"],
-    "parity_one_turn": ["gemm", "pcausal"],
+    "parity_one_turn": ["gemm", "pcausal", "fcausal"],
     "parity_flipped": ["gemm1", "attn", "pattn", "attn3", "rattn"],
     "parity_on_other_counter": ["pgemm"],
     "counter_starts_at_one": ["gemm1", "attn", "attn3", "rattn"],
@@ -229,8 +243,9 @@ def _inputs(kernel: Kernel) -> tuple[Any, list[Any], np.ndarray, int]:
         out = 2
     else:
         heads, dim = (2 if kernel.options.persistent else 1), 64
-        # three warpgroups: 6 key blocks, so that an early release meets a refill
-        seq = 384 if kernel.options.consumers == 3 else 128
+        # three warpgroups: 6 key blocks, so that an early release meets a refill; folded:
+        # three row blocks, a pair and the middle one
+        seq = 384 if kernel.options.consumers == 3 or kernel.options.fold else 128
         q, k_, v = (rng.standard_normal((heads, seq, dim)).astype(np.float16) for _ in range(3))
         scores = q.astype(np.float32) @ k_.astype(np.float32).transpose(0, 2, 1) / 8
         if kernel.kind == "causal":
@@ -240,6 +255,9 @@ def _inputs(kernel: Kernel) -> tuple[Any, list[Any], np.ndarray, int]:
         grid = attention.grid(seq, heads, 64 * (kernel.options.consumers or 2))
         args = [q, k_, v, np.zeros((heads, seq, dim), np.float16), seq, np.float32(0.125)]
         out = 3
+    if kernel.options.fold:
+        grid, extra = fold_launch(list(grid))
+        args += extra
     if kernel.options.persistent:
         grid, extra = persistent_launch(grid, 1 if kernel.kind != "gemm" else 2)
         args += extra
