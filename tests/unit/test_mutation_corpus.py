@@ -97,8 +97,9 @@ KERNELS = {
         # loop of two trips, one of one), alone and persistent
         Kernel(
             "fcausal",
-            CompileOptions(stages=2, mma_depth=1, consumers=2, rotate=False, fold=True,
-                           verify=False),  # fmt: skip
+            CompileOptions(
+                stages=2, mma_depth=1, consumers=2, rotate=False, fold=True, verify=False
+            ),  # fmt: skip
             "causal",
         ),
         Kernel(
