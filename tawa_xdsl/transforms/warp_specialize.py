@@ -6,19 +6,21 @@ Python API (stable; the aref-interpreter tests call it):
     ws_module = warp_specialize(module, stages=3, mma_depth=2, consumers=2, persistent=False)
 
 `warp_specialize` clones `module` (the input is left untouched), runs, in order,
-`split-masked-loops` (unless split_loops=False), `persistent` (only when persistent=True),
-`partition`, `insert-aref`,
+`split-masked-loops` (unless split_loops=False), `fold-grid` (only when fold=True),
+`persistent` (only when persistent=True), `partition`, `insert-aref`,
 `ring-depth{stages=..}`, `distribute`, `cooperative-consumers{consumers=..}`,
 `software-pipeline` (only when attention=True), `mma-lag{mma-depth=..}` and `place-releases`,
 verifies the IR after each and returns the result. The same as a pass: `tawa-opt k.mlir -p
 'tawa-warp-specialize{stages=3 mma-depth=2 consumers=2 persistent=true}'`, or
 `WarpSpecializePass(...).apply(ctx, module)`.
 
-Launching the result: the kernel keeps its signature and grid, except with persistent=True,
-where three trailing i32 arguments are appended, the logical grid (g0, g1, g2) the
-non-persistent kernel would have been launched with, and the kernel is launched with
-grid = (number of SMs, 1, 1) (any positive count is correct). `persistent_launch(grid, sms)`
-returns (launch_grid, extra_args).
+Launching the result: the kernel keeps its signature and grid, except with fold=True, where
+one trailing i32 argument, the grid's x extent, is appended and the kernel is launched over
+half of it (`fold_launch(grid)`), and with persistent=True, where three trailing i32
+arguments are appended, the logical grid (g0, g1, g2) the non-persistent kernel would have
+been launched with (after folding), and the kernel is launched with grid = (number of SMs,
+1, 1) (any positive count is correct). `persistent_launch(grid, sms)` returns (launch_grid,
+extra_args); `CompiledKernel.grid` applies both.
 """
 
 from __future__ import annotations
