@@ -10,9 +10,10 @@
 #                                    lineup per configuration (f16, d = 64 and 128, 2K and 16K)
 #   bench/round19_h200.sh fair2 OUT  (carry carry/wheels) the candidates `fair` left, on the
 #                                    final method, our kernel twice (f16, 2K, 4K and 16K)
-#   bench/round19_h200.sh fold OUT   (carry carry/wheels) causal row blocks in pairs: their GPU
-#                                    tests, then timed against the library (f16, causal, 1K-16K,
-#                                    our kernel twice, the final method)
+#   bench/round19_h200.sh fold OUT   (carry carry/wheels carry/fa4a: FA4's first part stashed)
+#                                    causal row blocks in pairs (fold-grid): their GPU tests and
+#                                    the TMA-epilogue variants', then timed against the library
+#                                    (f16, causal, 1K-16K, our kernel twice, the final method)
 #   bench/round19_h200.sh fa4a OUT   (carry carry/fa4a) FA4's first part stashed
 #   bench/round19_h200.sh fa4b OUT   (carry carry/fa4b) FA4's second part stashed
 #   bench/round19_h200.sh peers OUT  (carry carry/fa4c) FA4 installed; ours (the library
@@ -53,6 +54,7 @@ elif [ "$what" = fair2 ]; then
         --schedules ours,ours_persistent,ours_per_tile,ours_guarded,ours_s2,ours_s2_tma_out \
         --out "$out/fair2.json"
 elif [ "$what" = fold ]; then
+    [ -d carry/fa4a ] && source bench/fa4_h200.sh stash carry/fa4a
     step fold_gpu 200 python3 -m pytest -p no:cacheprovider -m gpu -q -rfs \
         tests/gpu/test_attention_gpu.py -k "folded or tma"
     STEP_TAIL=12 step fold 300 python3 bench/attention.py --dtypes f16 --dims 64,128 \
