@@ -55,6 +55,9 @@ VARIANTS = {
 }
 
 
+REL_TOLERANCE = 0.06  # e4m3 inputs and P: 0.019-0.027 relative for ours and Triton alike
+
+
 def errors(got: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
     diff = got.float() - reference
     return diff.abs().max().item(), (diff.norm() / reference.norm()).item()
@@ -83,8 +86,14 @@ def one(
     lineup = Lineup()
 
     def error_of(name: str):
+        """A `Lineup.join` check: the errors into the row; NaN (an element left unwritten) or a
+        relative error over `REL_TOLERANCE` keeps the kernel out of the timing."""
+
         def check(result) -> None:
-            row[f"{name}_max_abs_err"], row[f"{name}_rel_err"] = errors(o, reference)
+            absolute, relative = errors(o, reference)
+            row[f"{name}_max_abs_err"], row[f"{name}_rel_err"] = absolute, relative
+            if not relative <= REL_TOLERANCE:
+                raise ValueError(f"relative error {relative} (over {REL_TOLERANCE})")
 
         return check
 

@@ -122,11 +122,16 @@ class Lineup:
         name: str,
         run: Callable[[], object],
         check: Callable[[object], None] | None = None,
+        poison: Callable[[], object] | None = None,
     ) -> bool:
-        """Launch `run` once and pass its result to `check` (which raises on a wrong answer)."""
+        """Launch `run` once, after `poison` (NaN into the output it writes, so that an element
+        it leaves unwritten fails the check), and pass its result to `check` (which raises on a
+        wrong answer)."""
         import torch
 
         try:
+            if poison is not None:
+                poison()
             result = run()
             torch.cuda.synchronize()
             if check is not None:
