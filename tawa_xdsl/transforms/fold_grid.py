@@ -24,14 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
-from xdsl.ir import Block, Region
+from xdsl.ir import Block
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import tile
-from tawa_xdsl.transforms.ws_utils import error, find_kernel
+from tawa_xdsl.transforms.ws_utils import add_grid_args, find_kernel, loop_around_body
 
 PASS = "fold-grid"
 
@@ -43,13 +43,7 @@ def fold_launch(dims: list[int]) -> tuple[list[int], list[int]]:
 
 
 def fold_grid(kernel: func.FuncOp) -> None:
-    block = kernel.body.block
-    terminator = block.last_op
-    if not isinstance(terminator, func.ReturnOp) or terminator.arguments:
-        raise error(kernel, PASS, f"@{kernel.sym_name.data} must return nothing to be folded")
-    extent = block.insert_arg(i32, len(block.args))
-    extent.name_hint = "unfolded_x"
-    kernel.update_function_type()
+    (extent,) = add_grid_args(kernel, PASS, "folded", ["unfolded_x"])
 
     # trips = min(unfolded_x - 2 p, 2): 2, or 1 for the middle program of an odd extent
     head = [
@@ -72,15 +66,7 @@ def fold_grid(kernel: func.FuncOp) -> None:
     logical = arith.AddiOp(pid, step)
     logical.result.name_hint = "pid_x"
     body.add_ops([step, logical])
-    for op in list(block.ops):
-        if op is terminator:
-            break
-        op.detach()
-        body.add_op(op)
-    body.add_op(scf.YieldOp())
-    loop = scf.ForOp(zero, trips, one, [], Region(body))
-    for op in [*head, loop]:
-        Rewriter.insert_op(op, InsertPoint.before(terminator))
+    loop_around_body(kernel, head, body, (zero.result, trips.result, one.result))
 
     for op in list(body.walk()):
         if isinstance(op, tile.ProgramIdOp) and op.axis.value.data == 0:

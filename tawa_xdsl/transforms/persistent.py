@@ -33,14 +33,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from tawa_xdsl.dialects import tile
-from tawa_xdsl.transforms.ws_utils import error, find_kernel
+from tawa_xdsl.transforms.ws_utils import add_grid_args, error, find_kernel, loop_around_body
 
 PASS = "persistent"
 
@@ -58,14 +58,7 @@ def persistent_launch(
 def make_persistent(kernel: func.FuncOp, order: str = "xyz") -> None:
     if sorted(order) != ["x", "y", "z"]:
         raise error(kernel, PASS, f"order must be a permutation of xyz, got '{order}'")
-    block = kernel.body.block
-    terminator = block.last_op
-    if not isinstance(terminator, func.ReturnOp) or terminator.arguments:
-        raise error(kernel, PASS, f"@{kernel.sym_name.data} must return nothing to be persistent")
-    grid = [block.insert_arg(i32, len(block.args)) for _ in range(3)]
-    for axis, arg in enumerate(grid):
-        arg.name_hint = f"grid_{'xyz'[axis]}"
-    kernel.update_function_type()
+    grid = add_grid_args(kernel, PASS, "persistent", ["grid_x", "grid_y", "grid_z"])
 
     # The loop over logical tiles, built in front of the old body.
     head = [
@@ -90,15 +83,7 @@ def make_persistent(kernel: func.FuncOp, order: str = "xyz") -> None:
     logical = [logical[order.index(a)] for a in "xyz"]
     for axis, value in enumerate(logical):
         value.name_hint = f"pid_{'xyz'[axis]}"
-    for op in list(block.ops):
-        if op is terminator:
-            break
-        op.detach()
-        body.add_op(op)
-    body.add_op(scf.YieldOp())
-    loop = scf.ForOp(pid, total, nprog, [], Region(body))
-    for op in [*head, loop]:
-        Rewriter.insert_op(op, InsertPoint.before(terminator))
+    loop_around_body(kernel, head, body, (pid.result, total.result, nprog.result))
 
     for op in list(body.walk()):
         if isinstance(op, tile.ProgramIdOp):

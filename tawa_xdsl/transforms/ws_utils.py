@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tawa_xdsl.diagnostics import TawaError, op_location
@@ -142,3 +142,41 @@ def own_ops(loop: scf.ForOp) -> Iterator[Operation]:
             frontier += [
                 inner for region in op.regions for block in region.blocks for inner in block.ops
             ]
+
+
+# ----------------------------------------------------------- a loop around the kernel body
+
+
+def add_grid_args(
+    kernel: func.FuncOp, pass_name: str, what: str, names: list[str]
+) -> list[BlockArgument]:
+    """Append one i32 argument per name to `kernel` (the grid facts a pass hands the body),
+    refusing in one line a kernel that returns values (`what`: "persistent", "folded")."""
+    block = kernel.body.block
+    terminator = block.last_op
+    if not isinstance(terminator, func.ReturnOp) or terminator.arguments:
+        raise error(kernel, pass_name, f"@{kernel.sym_name.data} must return nothing to be {what}")
+    args = [block.insert_arg(i32, len(block.args)) for _ in names]
+    for arg, name in zip(args, names, strict=True):
+        arg.name_hint = name
+    kernel.update_function_type()
+    return args
+
+
+def loop_around_body(
+    kernel: func.FuncOp, head: list[Operation], body: Block, bounds: tuple[SSAValue, ...]
+) -> None:
+    """Move the kernel's ops (but its return) to the end of `body` and run it as
+    `scf.for (lb, ub, step) = bounds`, built after the ops of `head`, in front of the return."""
+    block = kernel.body.block
+    terminator = block.last_op
+    assert terminator is not None
+    for op in list(block.ops):
+        if op is terminator:
+            break
+        op.detach()
+        body.add_op(op)
+    body.add_op(scf.YieldOp())
+    loop = scf.ForOp(*bounds, [], Region(body))
+    for op in [*head, loop]:
+        Rewriter.insert_op(op, InsertPoint.before(terminator))
