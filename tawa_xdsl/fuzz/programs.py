@@ -676,7 +676,7 @@ class AttentionProgram:
         """q, k, v, o (poisoned with NaN), seq, sm_scale. Scores stay moderate (Q and K are
         'normal' or 'small' whatever `values` says: huge scores only test exp2's overflow,
         which the softmax's max subtraction removes); V takes the value class as drawn. e4m3
-        takes V transposed ([heads, d, seq]) and writes O in bf16 (`attention.tile_module`)."""
+        takes V as `attention.fp8_v` lays it out and writes O in bf16."""
         rng = np.random.default_rng(seed)
         heads, seq, d = shape["heads"], shape["seq"], self.head_dim
         dt = DTYPES[self.dtype]
@@ -685,7 +685,9 @@ class AttentionProgram:
         k = random_values(rng, (heads, seq, d), dt, qk_values)
         v = random_values(rng, (heads, seq, d), dt, values)
         if self.fp8:
-            v = np.ascontiguousarray(v.transpose(0, 2, 1))
+            from tawa_xdsl.kernels.attention import fp8_v
+
+            v = fp8_v(v)
         o = np.full((heads, seq, d), np.nan, DTYPES[self.out_dtype])
         sm_scale = np.float32(scalars[0] if scalars else d**-0.5)
         return [q, k, v, o, seq, sm_scale]
@@ -693,9 +695,13 @@ class AttentionProgram:
     def expected(self, shape: dict[str, int], args: list[Any]) -> Bounds:
         """softmax(Q K^T scale) V in float64, with a dtype-aware tolerance per row."""
         q, k, v = (np.asarray(x).astype(np.float64) for x in args[:3])
-        if self.fp8:
-            v = v.transpose(0, 2, 1)
         seq, scale = shape["seq"], float(args[5])
+        if self.fp8:  # fp8_v's layout undone: V^T's keys back in order, the pad dropped
+            from tawa_xdsl.kernels.attention import fp8_key_positions
+
+            vt = np.empty_like(v)
+            vt[..., fp8_key_positions(v.shape[-1])] = v
+            v = vt[..., :seq].transpose(0, 2, 1)
         s = np.einsum("hqd,hkd->hqk", q, k) * scale
         if self.causal:
             s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)

@@ -228,10 +228,15 @@ def _unary(ev: Evaluator, op: nvgpu.FragmentUnaryOp, operands: list[Any]) -> tup
 def _convert(ev: Evaluator, op: nvgpu.FragmentConvertOp, operands: list[Any]) -> tuple:
     """Register by register: an acc -> operand_a conversion keeps every value in place, so
     the A layout must agree with the accumulator's for the result to be right. Into
-    operand_a8 the values move: each goes where the fp8 layout's `coords` put its element."""
+    operand_a8 the values move: each goes where the fp8 layout's `coords` put its element
+    (from the source column `columns` names, where given)."""
     (source,) = _values(op, operands)
     if fragment_type(op.result.type).kind == FragmentLayout.WGMMA_OPERAND_A8:
-        source = to_tile(op.source.type, source)[coords_of(op.result.type)]  # still f32
+        tile = to_tile(op.source.type, source)
+        columns = op.column_map()
+        if columns is not None:
+            tile = tile[:, columns]
+        source = tile[coords_of(op.result.type)]  # still f32
     with np.errstate(all="ignore"):
         return (convert(source, dtype_of(op.result.type)),)
 

@@ -14,9 +14,10 @@ more than L2 holds; bench/NOTES.md, round 10). `sm_scale` must be
 positive: the row max is taken over the raw scores and then scaled (one FFMA per score
 instead of a multiply and a subtract).
 The element type (f16, bf16 or e4m3) is the descriptors': P is rounded to V's type before P V,
-O to O's type. With e4m3 (`V_T`) V comes transposed, [batch * heads, head_dim, seq] with rows
-16 bytes apart (fp8 wgmma reads its B operand K-major only), and O is bf16. `attn_fwd_lse`
-also writes each row's log-sum-exp into an f32 [batch * heads, seq] tensor.
+O to O's type. With e4m3 (`V_T`) V comes as `fp8_v(v)` lays it out: transposed, [batch * heads,
+head_dim, keys] (fp8 wgmma reads its B operand K-major only), the keys padded to a multiple of
+32 and, within each 32, in the order `fp8_key_order` gives P's columns, and O is bf16.
+`attn_fwd_lse` also writes each row's log-sum-exp into an f32 [batch * heads, seq] tensor.
 
 For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 64):
 
@@ -27,8 +28,8 @@ For the H200 (BLOCK_M = 128 query rows per program, two consumer warpgroups of 6
     kernel.launch(grid(seq, batch_heads), q, k, v, o, lse, seq, sm_scale)  # lse [B*H, seq] f32
     kernel = compile_attention(head_dim=64, block_m=192)              # 3 consumer warpgroups
     kernel.launch(grid(seq, batch_heads, 192), q, k, v, o, seq, sm_scale)
-    kernel = compile_attention(head_dim=128, dtype="e4m3")            # fp8: V^T, O in bf16
-    kernel.launch(grid(seq, batch_heads), q8, k8, vt8, o_bf16, seq, sm_scale)
+    kernel = compile_attention(head_dim=128, dtype="e4m3")            # fp8: fp8_v(v8), O bf16
+    kernel.launch(grid(seq, batch_heads), q8, k8, fp8_v(v8), o_bf16, seq, sm_scale)
 
 The lse tensor's row stride must be a multiple of 4 elements (16 bytes, for TMA).
 `examples/attention.mlir` and `attention_causal.mlir` are hand-written d = 64, f16 forms of
@@ -38,17 +39,59 @@ the same program.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 import tawa_xdsl
 import tawa_xdsl.language as tl
 from tawa_xdsl.compiler import CompiledKernel, CompileOptions, compile_to_ptx
+from tawa_xdsl.dialects.nvgpu import WGMMA_OPERAND_A8
 from tawa_xdsl.frontend.signature import DescriptorArg, ScalarArg
 
 BLOCK_M = 128  # two consumer warpgroups of 64 rows
 DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16, "e4m3": tl.float8e4nv}
 OUT_DTYPES = {"f16": tl.float16, "bf16": tl.bfloat16, "e4m3": tl.bfloat16}  # fp8 in, bf16 out
+
+
+KEY_GROUP = 32  # the keys of one k32 slice of an fp8 wgmma
+
+
+@tawa_xdsl.jit
+def fp8_key_order(p, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """P's columns in the order in which wgmma's fp8 A layout finds them in the accumulator's
+    registers: within each 32 keys, key 16 j1 + 8 j0 + 4 q1 + 2 q0 + b (j = j1 j0 the
+    accumulator's 8-column group, q = q1 q0 the lane in the quad, b the value of the pair)
+    moves to column 16 j1 + 8 q1 + 4 q0 + 2 j0 + b, which is where the A layout wants the
+    value the same thread holds. So converting P into the A operand moves no value between
+    lanes (bench/NOTES.md, round 20); `fp8_v` puts V's keys in the same order."""
+    p = p.reshape([BLOCK_M, BLOCK_N // 32, 2, 2, 2, 2, 2])
+    return tl.permute(p, 0, 1, 2, 4, 5, 3, 6).reshape([BLOCK_M, BLOCK_N])
+
+
+def fp8_key_positions(keys: int) -> np.ndarray:
+    """The key each column of `fp8_key_order`'s result holds, for `keys` (a multiple of
+    32) keys: the fp8 A layout's own columns."""
+    return np.array(WGMMA_OPERAND_A8.own_columns(keys))
+
+
+def fp8_v(v: Any) -> Any:
+    """V [batch * heads, seq, head_dim] (a numpy array or a torch tensor) as the e4m3 kernel
+    reads it: transposed to [batch * heads, head_dim, keys], keys = seq rounded up to 32
+    (zeros past seq), and within each 32 in `fp8_key_order`'s order."""
+    seq = v.shape[1]
+    keys = -(-seq // KEY_GROUP) * KEY_GROUP
+    if isinstance(v, np.ndarray):
+        vt = np.zeros((v.shape[0], v.shape[2], keys), v.dtype)
+        vt[..., :seq] = v.transpose(0, 2, 1)
+        return np.ascontiguousarray(vt[..., fp8_key_positions(keys)])
+    import torch  # a torch tensor: the same layout on its device, moved as bytes
+
+    vt = torch.zeros((v.shape[0], v.shape[2], keys), dtype=torch.uint8, device=v.device)
+    vt[..., :seq] = v.view(torch.uint8).transpose(1, 2)
+    positions = torch.as_tensor(fp8_key_positions(keys), device=v.device)
+    return vt[..., positions].contiguous().view(v.dtype)
 
 
 @tawa_xdsl.jit
@@ -82,6 +125,7 @@ def attn_inner(
         l_i = l_i * alpha + tl.sum(p, 1)
         if V_T:  # V^T [d, keys]: keys contiguous, the K-major B fp8 wgmma needs
             v = v_desc.load([head, 0, start_n]).reshape([HEAD_DIM, BLOCK_N]).T
+            p = fp8_key_order(p, BLOCK_M, BLOCK_N)  # V's keys are in this order (fp8_v)
         else:
             v = v_desc.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
         acc = tl.dot(p.to(v_desc.dtype), v, acc * alpha[:, None])
@@ -184,8 +228,20 @@ def persistent_default(
     return not causal or (seq is not None and seq <= CAUSAL_PERSISTENT_SEQ)
 
 
+def fold_default(dtype: str, causal: bool, pingpong: bool = False, block_m: int = BLOCK_M) -> bool:
+    """Whether the library folds causal row blocks in pairs (fold-grid) and deals the pairs to
+    persistent programs, at every length: in fp8, whose key loop is short beside a tile's
+    setup and epilogue, +2 / +11 / +7.5% over the per-tile form at 2K / 4K / 16K keys; at 16
+    bits it measured +0 to +3%, within the method's noise (bench/NOTES.md, round 20)."""
+    return causal and dtype == "e4m3" and not pingpong and block_m == BLOCK_M
+
+
 def default_form(
-    head_dim: int, causal: bool, seq: int | None = None, pingpong: bool = False
+    head_dim: int,
+    causal: bool,
+    seq: int | None = None,
+    pingpong: bool = False,
+    dtype: str = "f16",
 ) -> tuple[int, bool]:
     """(query rows per program, persistent) the library launches for `seq` keys (None: not
     known). At d = 64 from 1K keys on, 192 rows in one program per row block (`WIDE_BLOCK_M`):
@@ -194,6 +250,8 @@ def default_form(
     blocks is a third full there: 0.93-1.04x), and causal up to `CAUSAL_PERSISTENT_SEQ` keys
     too (192 rows were 12% / 2% slower). Elsewhere 128 rows (d = 128 spills at three
     warpgroups' 160 registers; ping-pong takes turns between two)."""
+    if fold_default(dtype, causal, pingpong):
+        return BLOCK_M, True
     short = seq is not None and seq <= (CAUSAL_PERSISTENT_SEQ if causal else WIDE_MIN_SEQ)
     wide = head_dim == 64 and not pingpong and not short
     block_m = WIDE_BLOCK_M if wide else BLOCK_M
@@ -298,7 +356,7 @@ def compile_attention(
     exp2_emulation: int | None = None,
     peel: bool | None = None,
     epilogue: str = "global",
-    fold: bool = False,
+    fold: bool | None = None,
 ) -> CompiledKernel:
     """The attention forward as a launchable kernel (cached per configuration). K and V
     rings are 3 deep: with QK^T(j+1) and P V(j) in flight, a 2-deep ring left the producer
@@ -327,8 +385,12 @@ def compile_attention(
     (CompileOptions): "tma" stages O in shared memory for TMA stores (d = 128 fits it with
     2-deep rings), "global" stores it from registers. `fold` (CompileOptions, fold-grid): each
     program takes a row block and its mirror, causal's longest with its shortest, so that
-    every program walks the same keys (launched over the same grid: the kernel halves it)."""
+    every program walks the same keys (launched over the same grid: the kernel halves it;
+    None: `fold_default`, and then persistent unless told)."""
     bn = block_n or default_block_n(head_dim)
+    if fold is None:
+        fold = fold_default(dtype, causal, pingpong, block_m)
+        persistent = True if fold and persistent is None else persistent
     options = compile_options(
         head_dim, stages, registers, pingpong, mma_depth, rotate, split, persistent, block_m,
         causal, tile_order, exp2_emulation, peel, epilogue, fold,

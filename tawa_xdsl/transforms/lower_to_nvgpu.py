@@ -415,6 +415,8 @@ class ConsumerLowering:
                 self.symbolic(op)
             case tile.SplatOp():
                 fragments.splat(op)
+            case tile.ConvertOp() if self.columns.flat(op.operands[0]):
+                fragments.convert(op, self.columns.views[op.operands[0]])
             case tile.ConvertOp():
                 fragments.convert(op)
             case tile.ReduceOp():

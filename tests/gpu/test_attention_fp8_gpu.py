@@ -1,8 +1,9 @@
 """The fp8 (e4m3) attention forward on the GPU against float32 attention over the same inputs.
 
-`compile_attention(d, "e4m3", causal)`: Q, K and V^T ([heads, d, seq]) in e4m3, S = Q K^T by
-fp8 wgmma, P rounded to e4m3 and moved into wgmma's fp8 A layout within each quad of lanes
-(`nvgpu.fragment_convert` into `wgmma_operand_a8`), P V by the fp8 register-A wgmma, O in bf16
+`compile_attention(d, "e4m3", causal)`: Q, K and `fp8_v(v)` (V^T [heads, d, keys], the keys of
+each 32 in `fp8_key_order`'s order) in e4m3, S = Q K^T by fp8 wgmma, P rounded to e4m3 and
+packed into wgmma's fp8 A layout from each thread's own values (`nvgpu.fragment_convert` into
+`wgmma_operand_a8` with `columns`), P V by the fp8 register-A wgmma, O in bf16
 (NaN-poisoned before the launch). P in e4m3 carries 3 mantissa bits, so the bound is on the
 relative error of the whole output (a misplaced P column moves it far more) and on the worst
 element.
@@ -14,7 +15,7 @@ import math
 
 import pytest
 
-from tawa_xdsl.kernels.attention import compile_attention, grid
+from tawa_xdsl.kernels.attention import compile_attention, fp8_v, grid
 
 torch = pytest.importorskip("torch")
 
@@ -29,10 +30,7 @@ def test_fp8_attention_matches_float32(head_dim: int, causal: bool, seq: int) ->
     q, k, v = (
         torch.randn(heads, seq, head_dim, device="cuda").to(torch.float8_e4m3fn) for _ in "qkv"
     )
-    # V^T rows padded to 16 bytes, as TMA needs (a ragged seq leaves the pad unread)
-    padded = -(-seq // 16) * 16
-    vt = torch.zeros(heads, head_dim, padded, device="cuda").to(torch.float8_e4m3fn)[..., :seq]
-    vt.copy_(v.transpose(1, 2))
+    vt = fp8_v(v)  # V^T, keys padded to 32 and in fp8_key_order's order
     o = torch.full((heads, seq, head_dim), float("nan"), device="cuda", dtype=torch.bfloat16)
     sm_scale = 1.0 / math.sqrt(head_dim)
     kernel = compile_attention(head_dim, "e4m3", causal)

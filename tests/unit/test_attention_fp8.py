@@ -22,6 +22,7 @@ from tawa_xdsl.dialects.nvgpu import FragmentLayout, FragmentType
 from tawa_xdsl.interp.nvgpu import run_nvgpu_kernel
 from tawa_xdsl.interp.tile import run_kernel
 from tawa_xdsl.kernels import attention
+from tawa_xdsl.transforms.fold_grid import fold_launch
 from tawa_xdsl.transforms.persistent import persistent_launch
 
 E4M3 = ml_dtypes.float8_e4m3fn
@@ -30,7 +31,7 @@ E4M3 = ml_dtypes.float8_e4m3fn
 def inputs(seq: int, head_dim: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seq + head_dim)
     q, k, v = (rng.standard_normal((1, seq, head_dim)).astype(E4M3) for _ in "qkv")
-    return q, k, v, np.ascontiguousarray(v.transpose(0, 2, 1))
+    return q, k, v, attention.fp8_v(v)
 
 
 def reference(q, k, v, causal: bool) -> np.ndarray:
@@ -42,15 +43,16 @@ def reference(q, k, v, causal: bool) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    ("head_dim", "causal", "rotate", "seq"),
+    ("head_dim", "causal", "rotate", "seq", "fold"),
     [
-        (64, False, False, 128),
-        (64, False, True, 200),
-        (64, True, True, 300),
-        (128, True, True, 200),
+        (64, False, False, 128, False),
+        (64, False, True, 200, False),
+        (64, True, True, 300, False),
+        (128, True, True, 200, False),
+        (128, True, True, 300, True),  # the library's causal form: folded, persistent
     ],
 )
-def test_fp8_attention_nvgpu_level_matches_the_tile_level(head_dim, causal, rotate, seq):
+def test_fp8_attention_nvgpu_level_matches_the_tile_level(head_dim, causal, rotate, seq, fold):
     q, k, v, vt = inputs(seq, head_dim)
     module = attention.tile_module(head_dim, "e4m3", causal)
     scale = np.float32(head_dim**-0.5)
@@ -59,12 +61,18 @@ def test_fp8_attention_nvgpu_level_matches_the_tile_level(head_dim, causal, rota
     # every exp2 on the MUFU unit, whose results the interpreter takes from numpy: P rounded to
     # e4m3 then gives the tile level's bits (emulate-exp2's polynomial, chosen for fp8, moves
     # some across a rounding boundary; tests/unit/test_exp2_emulation.py covers it)
-    options = attention.compile_options(head_dim, rotate=rotate, causal=causal, exp2_emulation=0)
+    options = attention.compile_options(
+        head_dim, rotate=rotate, causal=causal, exp2_emulation=0, fold=fold,
+        persistent=True if fold else None,
+    )  # fmt: skip
     out = np.zeros_like(tile_out)
     lowered = lower_to_nvgpu_level(module.clone(), dataclasses.replace(options, verify=False))
     grid, extra = attention.grid(seq, 1), []
-    if options.persistent:  # without a causal mask: two programs walk the row blocks
-        grid, extra = persistent_launch(grid, 2)
+    if fold:  # row blocks in pairs: the grid's x halved, the unfolded extent its argument
+        grid, extra = fold_launch(list(grid))
+    if options.persistent:  # two programs walk the row blocks (or their pairs)
+        grid, walk = persistent_launch(grid, 2)
+        extra = extra + walk
     run_nvgpu_kernel(lowered, grid, [q, k, vt, out, seq, scale, *extra])
     np.testing.assert_array_equal(out.astype(np.float32), tile_out.astype(np.float32))
     expected = reference(q, k, v, causal)

@@ -215,7 +215,9 @@ def fragment_convert(p: KernelPrinter, op: Operation) -> None:
     wide = dst if isinstance(dst_ty.element_type, Float32Type) else None
     wide = _widened(p, src_ty.element_type, src, values, wide)
     element = dst_ty.element_type
-    if dst_ty.kind == FragmentLayout.WGMMA_OPERAND_A8:
+    if dst_ty.kind == FragmentLayout.WGMMA_OPERAND_A8 and op.columns is not None:
+        _pack_fp8(p, FP8_NAMES[str(element)], dst, [wide[v] for v in op.register_plan()])
+    elif dst_ty.kind == FragmentLayout.WGMMA_OPERAND_A8:
         _quad_exchange_fp8(p, FP8_NAMES[str(element)], dst_ty, dst, wide)
     elif isinstance(element, FP8):
         _pack_fp8(p, FP8_NAMES[str(element)], dst, wide)

@@ -41,7 +41,12 @@ from tawa_xdsl.dialects.nvgpu.hardware import (
     WARPGROUP_ROWS,
     WARPGROUP_THREADS,
 )
-from tawa_xdsl.dialects.nvgpu.layout import INT_ARITH, WGMMA_ACC, column_gather
+from tawa_xdsl.dialects.nvgpu.layout import (
+    INT_ARITH,
+    WGMMA_ACC,
+    WGMMA_OPERAND_A8,
+    column_gather,
+)
 from tawa_xdsl.dialects.nvgpu.types import (
     FP8_TYPES,
     BinaryKind,
@@ -203,18 +208,48 @@ class FragmentConvertOp(IRDLOperation):
 
     The layout is kept, except that a wgmma_acc fragment may become a wgmma_operand_a
     fragment of the same shape (the registers are the same, §4.4) or, converting to fp8, a
-    wgmma_operand_a8 one (each thread gets four consecutive columns of its quad's)."""
+    wgmma_operand_a8 one (each thread gets four consecutive columns of its quad's). Into
+    wgmma_operand_a8, `columns` may say that result column k is source column `columns[k]`
+    (a permutation of the columns written in the kernel): then every value must stay in its
+    thread (`register_plan`), and the conversion packs each thread's own values."""
 
     name = "nvgpu.fragment_convert"
 
     source = operand_def(FragmentType)
+    columns = opt_prop_def(DenseArrayBase)
     result = result_def(FragmentType)
 
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
     traits = traits_def(Pure())
 
-    def __init__(self, source: SSAValue, result_type: FragmentType):
-        super().__init__(operands=[source], result_types=[result_type])
+    def __init__(
+        self, source: SSAValue, result_type: FragmentType, columns: Sequence[int] | None = None
+    ):
+        properties = {}
+        if columns is not None:
+            properties["columns"] = DenseArrayBase.from_list(i32, list(columns))
+        super().__init__(operands=[source], result_types=[result_type], properties=properties)
+
+    def column_map(self) -> list[int] | None:
+        """The source column of each result column, where `columns` is given."""
+        if self.columns is None:
+            return None
+        return [int(c) for c in self.columns.get_values()]
+
+    def register_plan(self) -> list[int]:
+        """With `columns`: the source value each result value is, the same in every thread;
+        ValueError where a value would come from another thread."""
+        src, dst = fragment_type(self.source), fragment_type(self.result)
+        columns = self.column_map()
+        assert columns is not None
+        if any(not 0 <= c < src.get_shape()[1] for c in columns):
+            raise ValueError("names a column the source does not have")
+        plan = column_gather(
+            WGMMA_OPERAND_A8, src.get_shape(), dst.get_shape(), [0] * len(columns), columns,
+            source_layout=WGMMA_ACC,
+        )  # fmt: skip
+        return [value for _, value in plan]
 
     def verify_(self) -> None:
         src, dst = fragment_type(self.source), fragment_type(self.result)
@@ -227,6 +262,17 @@ class FragmentConvertOp(IRDLOperation):
                 f"'nvgpu.fragment_convert' must keep the shape and layout (or turn wgmma_acc "
                 f"into wgmma_operand_a or wgmma_operand_a8), got {src} -> {dst}"
             )
+        if self.columns is None:
+            return
+        if dst.kind != FragmentLayout.WGMMA_OPERAND_A8 or src.kind != FragmentLayout.WGMMA_ACC:
+            raise VerifyException(
+                "'nvgpu.fragment_convert' moves columns only from wgmma_acc into "
+                f"wgmma_operand_a8, got {src} -> {dst}"
+            )
+        try:
+            self.register_plan()
+        except ValueError as error:
+            raise VerifyException(f"'nvgpu.fragment_convert' {error}") from None
 
 
 @irdl_op_definition

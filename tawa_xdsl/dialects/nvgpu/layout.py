@@ -341,6 +341,22 @@ class WgmmaOperandA8Layout:
         first = block * (shape[1] // 8) + 4 * k_slice
         return range(first, first + 4)
 
+    @staticmethod
+    def own_columns(cols: int) -> list[int]:
+        """The accumulator column whose value each column of this layout finds in its own
+        thread: within each 32, column 16 j1 + 8 q1 + 4 q0 + 2 j0 + b is accumulator column
+        16 j1 + 8 j0 + 4 q1 + 2 q0 + b (the accumulator's 8-column group j, quad lane q and
+        pair value b; here lane q holds four consecutive k at 4 q and 16 + 4 q). Converting
+        columns so permuted moves no value between lanes."""
+        if cols % 32:
+            raise ValueError(f"columns must be a multiple of 32, got {cols}")
+        columns = []
+        for k in range(cols):
+            group, k32 = divmod(k, 32)
+            j1, q, j0, b = k32 >> 4, (k32 >> 2) & 3, (k32 >> 1) & 1, k32 & 1
+            columns.append(32 * group + 16 * j1 + 8 * j0 + 2 * q + b)
+        return columns
+
 
 @dataclass(frozen=True)
 class WgmmaColLayout:
@@ -430,18 +446,22 @@ def registers_per_thread(values: int, element_bits: int) -> int:
 
 
 def column_gather(
-    layout: WgmmaAccLayout,
+    layout: Layout,
     source_shape: tuple[int, int],
     shape: tuple[int, int],
     sources: list[int],
     columns: list[int],
+    source_layout: Layout | None = None,
 ) -> list[tuple[int, int]]:
-    """The register moves of a column gather: element (r, j) of a `shape` fragment is element
-    (r, columns[j]) of fragment `sources[j]` (all of `source_shape`, the same rows). Returns,
-    for each value of the result, the (source, value) it copies, the same in every thread;
-    ValueError when some element lives in another thread (in the accumulator layout a column
-    keeps its threads only where it moves by a multiple of 8) or thread-dependent registers."""
-    layout.check(source_shape)
+    """The register moves of a column gather: element (r, j) of a `shape` fragment in `layout`
+    is element (r, columns[j]) of fragment `sources[j]` (all of `source_shape`, the same rows,
+    in `source_layout`, by default `layout`). Returns, for each value of the result, the
+    (source, value) it copies, the same in every thread; ValueError when some element lives
+    in another thread (in the accumulator layout a column keeps its threads only where it
+    moves by a multiple of 8) or thread-dependent registers."""
+    source_layout = source_layout or layout
+    hint = " (a column may move only by a multiple of 8)" if source_layout is layout else ""
+    source_layout.check(source_shape)
     layout.check(shape)
     if shape[0] != source_shape[0] or len(columns) != shape[1] or len(sources) != shape[1]:
         raise ValueError(f"a gather into {shape} keeps the {source_shape[0]} rows, one column each")
@@ -450,11 +470,11 @@ def column_gather(
         moves = set()
         for thread in range(WARPGROUP_THREADS):
             row, col = layout.coords(shape, thread, value)
-            owner, source_value = layout.owner(source_shape, row, columns[col])
+            owner, source_value = source_layout.owner(source_shape, row, columns[col])
             if owner != thread:
                 raise ValueError(
-                    f"column {col} would come from column {columns[col]}, held by other threads "
-                    "(a column may move only by a multiple of 8)"
+                    f"column {col} would come from column {columns[col]}, held by other threads"
+                    + hint
                 )
             moves.add((sources[col], source_value))
         if len(moves) != 1:

@@ -295,7 +295,12 @@ def splat(op: tile.SplatOp) -> None:
         operand_a = (FragmentLayout.WGMMA_OPERAND_A, FragmentLayout.WGMMA_OPERAND_A8)
         kind = FragmentLayout.WGMMA_ACC if frag.kind in operand_a else frag.kind
         spread = nvgpu.FragmentSplatOp(wide.result, FragmentType(kind, frag.get_shape(), f32))
-        Rewriter.replace_op(op, [wide, spread, nvgpu.FragmentConvertOp(spread.result, frag)])
+        # a splat's columns are all alike: into the fp8 A layout, take each thread's own
+        columns = None
+        if frag.kind == FragmentLayout.WGMMA_OPERAND_A8:
+            columns = nvgpu.WGMMA_OPERAND_A8.own_columns(frag.get_shape()[1])
+        converted = nvgpu.FragmentConvertOp(spread.result, frag, columns)
+        Rewriter.replace_op(op, [wide, spread, converted])
         if not constant.result.uses:
             Rewriter.erase_op(constant)
         return
@@ -368,12 +373,16 @@ def fma(op: math.FmaOp) -> None:
     Rewriter.replace_op(op, [product, total])
 
 
-def convert(op: tile.ConvertOp) -> None:
+def convert(op: tile.ConvertOp, view: ColumnView | None = None) -> None:
     """A convert feeding dots as A makes their register operand (the accumulator layout of
     each k16 slice is the 16-bit A layout: conversion only; to fp8, values move within each
-    quad of lanes); any other makes a fragment."""
+    quad of lanes); any other makes a fragment. A `view` source (columns of a fragment in
+    another order) must convert into the fp8 A layout, each value staying in its thread."""
     ty = op.result.type
     assert isinstance(ty, TensorType)
+    if view is not None:
+        convert_columns(op, ty, view)
+        return
     feeds_a = any(isinstance(u.operation, tile.DotOp) and u.index == 0 for u in op.result.uses)
     if feeds_only_a(op.result):
         result = operand_a_of(ty)
@@ -384,6 +393,24 @@ def convert(op: tile.ConvertOp) -> None:
     else:
         result = fragment_of(ty)
     Rewriter.replace_op(op, nvgpu.FragmentConvertOp(op.operands[0], result))
+
+
+def convert_columns(op: tile.ConvertOp, ty: TensorType, view: ColumnView) -> None:
+    """The fp8 A operand from a fragment's columns in the order `view` holds them."""
+    result = operand_a_of(ty) if feeds_only_a(op.result) else None
+    if result is None or result.kind != FragmentLayout.WGMMA_OPERAND_A8:
+        try:  # why the accumulator layout cannot hold them
+            ColumnViews.gather(view).verify_()
+        except VerifyException as error:
+            raise fail(op, f"cannot be register moves: {first_line(error)}") from None
+    if result is None or len(view.fragments) != 1:
+        raise fail(op, "converts the columns of several tiles into one fp8 A operand")
+    converted = nvgpu.FragmentConvertOp(view.fragments[0], result, view.column.tolist())
+    try:
+        converted.verify_()
+    except VerifyException as error:
+        raise fail(op, f"cannot be register moves: {first_line(error)}") from None
+    Rewriter.replace_op(op, converted)
 
 
 def reduce(op: tile.ReduceOp, warpgroups: int) -> None:
@@ -605,8 +632,11 @@ class ColumnViews:
         return ColumnView.of(value)
 
     def check(self, op: Operation) -> None:
-        """Refuse an op other than a reshape, permute or split reading an n-D view."""
+        """Refuse an op other than a reshape, permute or split reading an n-D view, or a
+        convert reading a 2-D one."""
         if isinstance(op, tile.ReshapeOp | tile.PermuteOp | tile.SplitOp):
+            return
+        if isinstance(op, tile.ConvertOp) and self.flat(op.operands[0]):
             return
         if any(v in self.views for v in op.operands):
             raise fail(
@@ -654,8 +684,25 @@ class ColumnViews:
         )
         self.place(op, op.result, joined)
 
+    @staticmethod
+    def gather(view: ColumnView) -> nvgpu.FragmentGatherOp:
+        """The accumulator fragment a 2-D view is, as register moves (to be verified)."""
+        first = view.fragments[0].type
+        assert isinstance(first, FragmentType)
+        shape = [first.rows, len(view.column)]
+        result = FragmentType(FragmentLayout.WGMMA_ACC, shape, first.element_type)
+        sources, columns = view.source.tolist(), view.column.tolist()
+        return nvgpu.FragmentGatherOp(view.fragments, sources, columns, result)
+
+    def flat(self, value: SSAValue) -> bool:
+        """Whether `value` is a 2-D view left for the convert that reads it."""
+        return value in self.views and self.views[value].column.ndim == 1
+
     def place(self, op: Operation, value: SSAValue, view: ColumnView) -> None:
-        """A 2-D result is a fragment (a gather, or its source itself); else a view."""
+        """A 2-D result is a fragment (a gather, or its source itself); else a view. A 2-D
+        view that is not register moves in the accumulator layout but is read only by
+        converts stays a view: converting into wgmma's fp8 A layout may take its columns
+        where the accumulator layout cannot (`convert`)."""
         if view.column.ndim != 1:
             self.views[value] = view
             return
@@ -665,13 +712,13 @@ class ColumnViews:
         if len(view.fragments) == 1 and np.array_equal(view.column, whole):
             value.replace_all_uses_with(view.fragments[0])
             return
-        shape = [first.rows, len(view.column)]
-        result = FragmentType(FragmentLayout.WGMMA_ACC, shape, first.element_type)
-        sources, columns = view.source.tolist(), view.column.tolist()
-        gather = nvgpu.FragmentGatherOp(view.fragments, sources, columns, result)
+        gather = self.gather(view)
         try:
             gather.verify_()
         except VerifyException as error:
+            if value.uses and all(isinstance(u.operation, tile.ConvertOp) for u in value.uses):
+                self.views[value] = view
+                return
             raise fail(op, f"cannot be register moves: {first_line(error)}") from None
         insert_before(op, [gather])
         value.replace_all_uses_with(gather.result)

@@ -392,6 +392,32 @@ func.func @f(%a: !nvgpu.fragment<wgmma_operand_a, 64x64xbf16>) {
 
 // -----
 
+// columns move only into the fp8 A layout
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x32xf32>) {
+  %c = nvgpu.fragment_convert %a {columns = array<i32: 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 16, 17, 24, 25, 18, 19, 26, 27, 20, 21, 28, 29, 22, 23, 30, 31>} : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_acc, 64x32xf8E4M3FN>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_convert' moves columns only from wgmma_acc into wgmma_operand_a8, got !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_acc, 64x32xf8E4M3FN>
+
+// -----
+
+// the columns in their own order would need values of other lanes (the quad exchange)
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x32xf32>) {
+  %c = nvgpu.fragment_convert %a {columns = array<i32: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31>} : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_convert' column 4 would come from column 4, held by other threads
+
+// -----
+
+func.func @f(%a: !nvgpu.fragment<wgmma_acc, 64x32xf32>) {
+  %c = nvgpu.fragment_convert %a {columns = array<i32: 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 16, 17, 24, 25, 18, 19, 26, 27, 20, 21, 28, 29, 22, 23, 30, 32>} : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN>
+  func.return
+}
+// CHECK: error: 'nvgpu.fragment_convert' names a column the source does not have
+
+// -----
+
 func.func @f(%a: !nvgpu.fragment<wgmma_acc, 128x64xf32>) {
   %c = nvgpu.fragment_row_reduce max %a : !nvgpu.fragment<wgmma_acc, 128x64xf32> -> !nvgpu.fragment<wgmma_row, 64xf32>
   func.return

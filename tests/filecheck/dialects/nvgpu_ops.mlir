@@ -151,3 +151,12 @@ func.func @fp8(%a: !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, %b: !nvgpu.smem<2x
   %d = nvgpu.wgmma_mma_async %a[%slot], %b[%slot], %acc : !nvgpu.smem<2x64x64xf8E4M3FN, swizzle 64>, !nvgpu.smem<2x256x64xf8E5M2, swizzle 64>, !nvgpu.fragment<wgmma_acc, 64x256xf32>
   func.return
 }
+
+// An accumulator into the fp8 A operand with its columns permuted so that every value stays
+// in its thread (the A layout's own columns): the columns print in the attribute dictionary.
+// CHECK-LABEL: func.func @fp8_own_columns
+func.func @fp8_own_columns(%p: !nvgpu.fragment<wgmma_acc, 64x32xf32>) -> !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN> {
+  // CHECK-NEXT: %p8 = nvgpu.fragment_convert %p {columns = array<i32: 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 16, 17, 24, 25, 18, 19, 26, 27, 20, 21, 28, 29, 22, 23, 30, 31>} : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN>
+  %p8 = nvgpu.fragment_convert %p {columns = array<i32: 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 16, 17, 24, 25, 18, 19, 26, 27, 20, 21, 28, 29, 22, 23, 30, 31>} : !nvgpu.fragment<wgmma_acc, 64x32xf32> -> !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN>
+  func.return %p8 : !nvgpu.fragment<wgmma_operand_a8, 64x32xf8E4M3FN>
+}
