@@ -269,9 +269,9 @@ def tile_module(
 ) -> ModuleOp:
     """The tile IR of `attn_fwd` (`attn_fwd_lse` with `return_lse`) for these parameters, with
     Q, K, V of `dtype` ("f16", "bf16" or "e4m3") and O of `OUT_DTYPES[dtype]` (a fresh
-    module); `group` query heads share each K/V head (GQA). With e4m3, V comes transposed
-    ([B*H, d, seq], rows 16 bytes apart for TMA: fp8 wgmma reads its B operand K-major only)
-    and P is rounded to e4m3."""
+    module); `group` query heads share each K/V head (GQA). With e4m3, V comes as `fp8_v`
+    lays it out ([B*H, d, keys]: fp8 wgmma reads its B operand K-major only, and its keys in
+    `fp8_key_order`'s order) and P is rounded to e4m3."""
     if dtype not in DTYPES:
         raise ValueError(f"attention: dtype must be f16, bf16 or e4m3, got {dtype}")
     element, bn = DTYPES[dtype], block_n or default_block_n(head_dim)

@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 import tawa_xdsl
 import tawa_xdsl.language as tl
+from tawa_xdsl.backend.ptxas import assemble, find_ptxas
 from tawa_xdsl.compiler import lower_to_nvgpu_level
 from tawa_xdsl.descriptor import TensorDescriptor
 from tawa_xdsl.diagnostics import TawaError
@@ -108,7 +109,10 @@ def weighted_sum(p_desc, vt_desc, o_desc, M: tl.constexpr, N: tl.constexpr, ORDE
         o_desc.store([0, 0], tl.dot(p.to(tl.float8e4nv), v))
 
 
-def _args(dtype: np.dtype = E4M3, ordered: bool = True) -> tuple[np.ndarray, np.ndarray, list]:
+def _args(
+    dtype: np.dtype = E4M3, ordered: bool = True, magnitudes: bool = False
+) -> tuple[np.ndarray, np.ndarray, list]:
+    """(P V in f32 from P rounded to `dtype`, or with `magnitudes` |P| |V|; O; descriptors)."""
     rng = np.random.default_rng(7)
     p = rng.standard_normal((ROWS, KEYS)).astype(np.float16)
     v = rng.standard_normal((KEYS, DIM)).astype(dtype)
@@ -121,6 +125,8 @@ def _args(dtype: np.dtype = E4M3, ordered: bool = True) -> tuple[np.ndarray, np.
         TensorDescriptor.from_tensor(o, [ROWS, DIM]),
     ]
     p8 = p.astype(E4M3).astype(np.float32) if dtype == E4M3 else p.astype(np.float32)
+    if magnitudes:
+        return np.abs(p8) @ np.abs(v.astype(np.float32)), o, descs
     return p8 @ v.astype(np.float32), o, descs
 
 
@@ -143,7 +149,11 @@ def test_p_into_fp8_a_matches_numpy_in_both_interpreters(order: int) -> None:
     run_nvgpu_kernel(lowered, (1,), [host_descriptor(d) for d in descs])
     np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-4)
     # the quad exchange (shuffles and byte permutes) only where P keeps its order
-    assert ("prmt.b32" in compiled.gpu_kernel().ptx) == (order == 0)
+    ptx = compiled.gpu_kernel().ptx
+    assert ("prmt.b32" in ptx) == (order == 0)
+    if find_ptxas() is not None:
+        assembled = assemble(ptx)
+        assert assembled.returncode == 0 and "warning" not in assembled.log, assembled.log
 
 
 @pytest.mark.parametrize(
