@@ -1,6 +1,6 @@
 # Sourced by the bench/*_h200.sh scripts: installs the carried wheels (xdsl and its small
-# dependencies, z3) on the lent GPU machine, records the GPU, and defines `step` and
-# `all_gpu_tests` and `profile`.
+# dependencies, z3) on the lent GPU machine, records the GPU, and defines `step`,
+# `all_gpu_tests`, `log_clocks` and `profile`.
 # Expects `out` (the output folder); the wheels come from $WHEELS (default carry/wheels).
 wheels="${WHEELS:-carry/wheels}"
 mkdir -p "$out" /tmp/site
@@ -18,6 +18,12 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME
     local name=$1 limit=$2; shift 2
     echo "== $name"; timeout "$limit" "$@" > "$out/$name.log" 2>&1; echo "rc=$?" >> "$out/$name.log"
     tail -n "${STEP_TAIL:-4}" "$out/$name.log"
+}
+
+log_clocks() {  # the GPU's clocks and power every second into OUT/dmon.log, until the call ends
+    nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
+    dmon=$!
+    trap 'kill $dmon 2> /dev/null' EXIT
 }
 
 all_gpu_tests() {  # all_gpu_tests SECONDS: every GPU test in 8 shards, their logs as one file

@@ -33,9 +33,7 @@ what="${1:?usage: bench/round19_h200.sh bias|fair|fair2|fold|fa4a|fa4b|peers|mor
 out="${2:?usage: bench/round19_h200.sh bias|fair|fair2|fold|fa4a|fa4b|peers|more|triton|gemm OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
-nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
-dmon=$!
-trap 'kill $dmon 2> /dev/null' EXIT
+log_clocks
 
 if [ "$what" = bias ]; then
     source bench/fa4_h200.sh stash carry/fa4a

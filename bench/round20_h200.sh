@@ -15,9 +15,7 @@ what="${1:?usage: bench/round20_h200.sh fp8|fp8v OUT_DIR}"
 out="${2:?usage: bench/round20_h200.sh fp8|fp8v OUT_DIR}"
 STEP_TAIL=${STEP_TAIL:-6}
 source bench/device_env.sh
-nvidia-smi dmon -s pc -d 1 > "$out/dmon.log" 2>&1 &
-dmon=$!
-trap 'kill $dmon 2> /dev/null' EXIT
+log_clocks
 
 if [ "$what" = fp8 ]; then
     step fp8_gpu 240 python3 -m pytest -p no:cacheprovider -m gpu -q -rfs \

@@ -396,14 +396,17 @@ def convert(op: tile.ConvertOp, view: ColumnView | None = None) -> None:
 
 
 def convert_columns(op: tile.ConvertOp, ty: TensorType, view: ColumnView) -> None:
-    """The fp8 A operand from a fragment's columns in the order `view` holds them."""
+    """The fp8 A operand from a fragment's columns in the order `view` holds them. Anything
+    else is refused with the reason the accumulator layout cannot hold the columns (`place`
+    left the view only because that gather failed)."""
     result = operand_a_of(ty) if feeds_only_a(op.result) else None
     if result is None or result.kind != FragmentLayout.WGMMA_OPERAND_A8:
-        try:  # why the accumulator layout cannot hold them
+        try:
             ColumnViews.gather(view).verify_()
         except VerifyException as error:
             raise fail(op, f"cannot be register moves: {first_line(error)}") from None
-    if result is None or len(view.fragments) != 1:
+        raise AssertionError("a view is left for a convert only where its gather fails")
+    if len(view.fragments) != 1:
         raise fail(op, "converts the columns of several tiles into one fp8 A operand")
     converted = nvgpu.FragmentConvertOp(view.fragments[0], result, view.column.tolist())
     try:
